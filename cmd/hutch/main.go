@@ -1,0 +1,80 @@
+// Command hutch runs a ZooKeeper-compatible coordination server. With no
+// flags it serves one in-memory node on 127.0.0.1:2181.
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hutchzk/hutch/server"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "hutch:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := pflag.NewFlagSet("hutch", pflag.ContinueOnError)
+	var (
+		listen         = fs.String("listen", server.DefaultListenAddr, "client address to listen on")
+		tick           = fs.Duration("tick-time", server.DefaultTickTime, "ZooKeeper tickTime: expiry bucket width and unit of the session timeout bounds")
+		minTimeout     = fs.Duration("min-session-timeout", 0, "smallest negotiated session timeout (default 2×tick-time)")
+		maxTimeout     = fs.Duration("max-session-timeout", 0, "largest negotiated session timeout (default 20×tick-time)")
+		maxConns       = fs.Int("max-client-conns", server.DefaultMaxClientConnsPerIP, "connections allowed from one IP address (0 = unlimited)")
+		maxFrame       = fs.Int("max-frame-size", server.DefaultMaxFrameSize, "largest request frame in bytes (jute.maxbuffer)")
+		superDigest    = fs.String("super-digest", "", "digest user:base64(sha1) whose sessions bypass every ACL")
+		containerCheck = fs.Duration("container-check-interval", server.DefaultContainerCheckInterval, "how often empty containers and expired TTL nodes are removed")
+		logLevel       = fs.String("log-level", "info", "debug, info, warn or error")
+	)
+	if err := fs.Parse(args); err != nil {
+		if err == pflag.ErrHelp {
+			return nil
+		}
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(strings.ToUpper(*logLevel))); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	conns := *maxConns
+	if conns == 0 {
+		conns = -1 // zoo.cfg's maxClientCnxns=0 means unlimited
+	}
+	srv := server.New(server.Config{
+		ListenAddr:             *listen,
+		TickTime:               *tick,
+		MinSessionTimeout:      *minTimeout,
+		MaxSessionTimeout:      *maxTimeout,
+		MaxClientConnsPerIP:    conns,
+		MaxFrameSize:           *maxFrame,
+		SuperDigest:            *superDigest,
+		ContainerCheckInterval: *containerCheck,
+		Logger:                 logger,
+	})
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	got := <-sig
+	logger.Info("shutting down", "signal", got.String())
+	done := make(chan error, 1)
+	go func() { done <- srv.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("shutdown timed out")
+	}
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs every hutch test, the real-ZooKeeper side included: installs Debian's
+# ZooKeeper, Curator and kazoo when they are missing, then go vet and go test
+# (fuzz targets run their seed corpora). With CI=true a test that would skip
+# for want of real ZooKeeper fails instead.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+packages=(zookeeper zookeeper-bin libcurator-recipes-java libcurator-framework-java python3-kazoo)
+if ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    sudo=(sudo)
+  fi
+  echo "== installing ${packages[*]}"
+  "${sudo[@]}" apt-get update
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${packages[@]}"
+fi
+
+echo "== go vet ./..."
+go vet ./...
+
+echo "== go test ./..."
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+start=$SECONDS
+set +e
+go test -count=1 -timeout 25m -v ./... 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+
+# -v prints one --- line per test and subtest, indented by depth.
+count() { grep -cE "^ *--- $1: " "$log" || true; }
+echo
+echo "== summary ($((SECONDS - start))s, CI=${CI:-unset})"
+echo "tests: $(count PASS) passed, $(count FAIL) failed, $(count SKIP) skipped"
+if [ "$(count SKIP)" -gt 0 ]; then
+  echo "skipped:"
+  grep -E '^ *--- SKIP: ' "$log" | sed -E 's/^ *--- SKIP: /  /'
+fi
+if [ "$(count FAIL)" -gt 0 ]; then
+  echo "failed:"
+  grep -E '^ *--- FAIL: ' "$log" | sed -E 's/^ *--- FAIL: /  /'
+fi
+echo "packages:"
+grep -E '^(ok|FAIL|\?)[[:space:]]+[[:alnum:]._/-]+([[:space:]]|$)' "$log" | sed -E 's/^/  /' || true
+if [ "$status" -ne 0 ]; then
+  echo "RESULT: FAIL (go test exit status $status)"
+  exit "$status"
+fi
+echo "RESULT: PASS"

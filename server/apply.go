@@ -1,0 +1,54 @@
+package server
+
+import (
+	"github.com/hutchzk/hutch/wire"
+)
+
+// applyBatch stamps and applies proposals in order under one acquisition of
+// the tree lock. Only the single-node committer stamps; a replicated one
+// arrives with zxid and time already chosen by the leader.
+func (s *Server) applyBatch(batch []*proposal) {
+	s.treeMu.Lock()
+	now := s.cfg.Clock.Now().UnixMilli()
+	for _, p := range batch {
+		p.txn.Zxid = s.tree.LastZxid() + 1
+		p.txn.Time = now
+		s.applyCommittedLocked(p)
+	}
+	s.treeMu.Unlock()
+	for _, p := range batch {
+		close(p.done)
+	}
+}
+
+// applyCommittedLocked is the one place the tree changes: apply the
+// transaction, fire the watches it triggered, then let the waiting request
+// queue its reply. The caller holds treeMu for writing.
+func (s *Server) applyCommittedLocked(p *proposal) {
+	res := s.tree.Apply(&p.txn)
+	s.stats.txns.Add(1)
+	if len(res.Events) > 0 {
+		s.watchMu.Lock()
+		for _, ev := range res.Events {
+			s.watches.Trigger(ev.Type, ev.Path, s.deliverEvent)
+		}
+		s.watchMu.Unlock()
+	}
+	if p.applied != nil {
+		p.applied(p, &res)
+	}
+}
+
+// deliverEvent queues a watch notification on the connection that set the
+// watch. Watches are keyed by connection id, as ZooKeeper keys them by
+// connection, so a dropped connection's watches go with it.
+func (s *Server) deliverEvent(connID int64, ev wire.WatcherEvent) {
+	s.connsMu.Lock()
+	c := s.conns[connID]
+	s.connsMu.Unlock()
+	if c == nil {
+		return
+	}
+	c.out.send(wire.ReplyHeader{Xid: wire.XidNotification, Zxid: -1}, &ev)
+	s.stats.notifications.Add(1)
+}

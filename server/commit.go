@@ -1,0 +1,80 @@
+package server
+
+import (
+	"context"
+
+	"github.com/hutchzk/hutch/tree"
+)
+
+// proposal is one write on its way to the tree: the transaction, and who is
+// waiting for its outcome.
+type proposal struct {
+	txn  tree.Txn
+	conn *conn // origin connection; nil for server-issued writes (expiry, cleanup)
+	xid  int32
+	// applied runs under the tree lock right after the transaction applied and
+	// its watches fired, so a reply queued here follows those notifications.
+	applied func(p *proposal, res *tree.Result)
+	done    chan struct{} // closed after applied ran
+}
+
+// committer orders proposals and applies them, in one total order, through
+// Server.applyCommitted. The single-node committer applies them directly; a
+// replicated one commits them through Raft first and runs the same function on
+// every node.
+type committer interface {
+	// propose hands over a proposal; it reports false once the committer stopped.
+	propose(p *proposal) bool
+	run(ctx context.Context)
+}
+
+// maxBatch bounds how many proposals one tree-lock acquisition applies.
+const maxBatch = 256
+
+// localCommitter serves a single in-memory node: it stamps zxid and time onto
+// each proposal and applies batches under one lock acquisition.
+type localCommitter struct {
+	s  *Server
+	in chan *proposal
+	// stopped is closed when run returns, so late proposers never block.
+	stopped chan struct{}
+}
+
+func newLocalCommitter(s *Server) *localCommitter {
+	return &localCommitter{s: s, in: make(chan *proposal, 4*maxBatch), stopped: make(chan struct{})}
+}
+
+func (c *localCommitter) propose(p *proposal) bool {
+	select {
+	case c.in <- p:
+		return true
+	case <-c.stopped:
+		return false
+	}
+}
+
+func (c *localCommitter) run(ctx context.Context) {
+	defer close(c.stopped)
+	batch := make([]*proposal, 0, maxBatch)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case p := <-c.in:
+			batch = append(batch[:0], p)
+		}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case p := <-c.in:
+				batch = append(batch, p)
+			default:
+				break drain
+			}
+		}
+		c.s.applyBatch(batch)
+		for i := range batch {
+			batch[i] = nil
+		}
+	}
+}

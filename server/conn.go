@@ -1,0 +1,140 @@
+package server
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/hutchzk/hutch/wire"
+)
+
+// conn is one client connection. Its reader goroutine (serve) decodes and
+// handles requests in order; its writer goroutine flushes replies in batches.
+type conn struct {
+	srv *Server
+	nc  net.Conn
+	id  int64 // connection id; keys this connection's watches
+	ip  string
+	out *outbound
+
+	sessionID atomic.Int64
+	// auth lists the identities added to this connection. Only the reader
+	// goroutine changes it, and only by replacing the slice, so transactions
+	// in flight may keep the slice they were given.
+	auth []wire.ID
+	// lastWrite is the newest write this connection proposed; a read waits for
+	// it so that it sees this session's own writes.
+	lastWrite *proposal
+	dec       wire.Decoder
+}
+
+func newConn(s *Server, nc net.Conn, id int64, ip string) *conn {
+	return &conn{
+		srv:  s,
+		nc:   nc,
+		id:   id,
+		ip:   ip,
+		out:  newOutbound(),
+		auth: []wire.ID{{Scheme: "ip", ID: ip}},
+	}
+}
+
+// serve runs the connection until it closes: the handshake, then requests.
+func (c *conn) serve() {
+	s := c.srv
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		c.out.writeLoop(c.nc, s.cfg.MaxSessionTimeout, func(n int) {
+			s.stats.bytesSent.Add(int64(n))
+		})
+	}()
+	defer func() {
+		c.out.finish()
+		select {
+		case <-writerDone:
+		case <-time.After(s.cfg.MaxSessionTimeout):
+			c.out.abort()
+			<-writerDone
+		}
+		_ = c.nc.Close()
+		s.unregister(c)
+	}()
+
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	// A client that connects and says nothing is dropped after the longest
+	// session timeout; after the handshake session expiry takes over.
+	_ = c.nc.SetReadDeadline(time.Now().Add(s.cfg.MaxSessionTimeout))
+	if word, err := br.Peek(4); err == nil {
+		if cmd, ok := fourLetterWords[string(word)]; ok {
+			c.fourLetterWord(string(word), cmd)
+			return
+		}
+	}
+	var buf []byte
+	frame, err := wire.ReadFrame(br, s.cfg.MaxFrameSize, buf)
+	if err != nil {
+		c.logReadError("handshake", err)
+		c.out.abort()
+		return
+	}
+	var req wire.ConnectRequest
+	c.dec.Reset(frame)
+	req.Decode(&c.dec)
+	if err := c.dec.Err(); err != nil {
+		s.log.Warn("closing connection: malformed connect request", "ip", c.ip, "err", err)
+		c.out.abort()
+		return
+	}
+	s.stats.packetsReceived.Add(1)
+	if !c.connect(&req) {
+		return
+	}
+	_ = c.nc.SetReadDeadline(time.Time{})
+	for {
+		frame, err = wire.ReadFrame(br, s.cfg.MaxFrameSize, frame)
+		if err != nil {
+			c.logReadError("request", err)
+			c.out.abort()
+			return
+		}
+		s.stats.packetsReceived.Add(1)
+		if !c.touch() {
+			s.log.Info("closing connection: session no longer exists", "session", c.sessionID.Load(), "ip", c.ip)
+			return
+		}
+		if !c.handle(frame) {
+			return
+		}
+	}
+}
+
+func (c *conn) logReadError(stage string, err error) {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		c.srv.log.Debug("connection closed by peer", "stage", stage, "ip", c.ip, "session", c.sessionID.Load())
+	default:
+		c.srv.log.Info("closing connection", "stage", stage, "ip", c.ip, "session", c.sessionID.Load(), "err", err)
+	}
+}
+
+// waitWrites blocks until this connection's earlier writes have applied.
+func (c *conn) waitWrites() {
+	if c.lastWrite != nil {
+		<-c.lastWrite.done
+		c.lastWrite = nil
+	}
+}
+
+// reply queues a response whose zxid is the tree's last applied zxid.
+func (c *conn) reply(xid int32, zxid int64, err error, body encodable) {
+	code := errCode(err)
+	if code != wire.CodeOK {
+		body = nil
+	}
+	c.out.send(wire.ReplyHeader{Xid: xid, Zxid: zxid, Err: code}, body)
+	c.srv.stats.packetsSent.Add(1)
+}

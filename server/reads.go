@@ -1,0 +1,205 @@
+package server
+
+import (
+	"github.com/hutchzk/hutch/tree"
+	"github.com/hutchzk/hutch/wire"
+)
+
+// read answers a read-only request. The tree read, any watch it sets and the
+// queued reply happen under one read lock, so a write cannot slip between
+// them: its notification is queued after this reply.
+func (c *conn) read(h wire.RequestHeader) bool {
+	s := c.srv
+	switch h.Type {
+	case wire.OpExists, wire.OpGetData, wire.OpGetChildren, wire.OpGetChildren2:
+		var r wire.PathWatchRequest
+		if !c.decode(h, &r) {
+			return false
+		}
+		s.treeMu.RLock()
+		body, err := c.readPath(h.Type, &r)
+		c.reply(h.Xid, s.tree.LastZxid(), err, body)
+		s.treeMu.RUnlock()
+	case wire.OpGetACL, wire.OpSync, wire.OpGetEphemerals, wire.OpGetAllChildrenNumber:
+		var r wire.PathRequest
+		if !c.decode(h, &r) {
+			return false
+		}
+		s.treeMu.RLock()
+		var body encodable
+		var err error
+		switch h.Type {
+		case wire.OpGetACL:
+			var resp wire.GetACLResponse
+			resp.ACL, resp.Stat, err = s.tree.GetACL(r.Path, c.auth)
+			body = &resp
+		case wire.OpSync:
+			// Single node: every earlier write of this session has applied
+			// (waitWrites), and there is no leader to catch up with.
+			body = &wire.PathResponse{Path: r.Path}
+		case wire.OpGetEphemerals:
+			var resp wire.GetEphemeralsResponse
+			resp.Paths, err = s.tree.GetEphemerals(c.sessionID.Load(), r.Path)
+			body = &resp
+		case wire.OpGetAllChildrenNumber:
+			var resp wire.GetAllChildrenNumberResponse
+			resp.Total, err = s.tree.AllChildrenNumber(r.Path, c.auth)
+			body = &resp
+		}
+		c.reply(h.Xid, s.tree.LastZxid(), err, body)
+		s.treeMu.RUnlock()
+	case wire.OpCheckWatches, wire.OpRemoveWatches:
+		var r wire.RemoveWatchesRequest
+		if !c.decode(h, &r) {
+			return false
+		}
+		s.treeMu.RLock()
+		s.watchMu.Lock()
+		var err error
+		if h.Type == wire.OpCheckWatches {
+			if !s.watches.Has(r.Path, c.id, r.Type) {
+				err = errNoWatcher
+			}
+		} else if len(s.watches.Remove(r.Path, c.id, r.Type)) == 0 {
+			err = errNoWatcher
+		}
+		s.watchMu.Unlock()
+		c.reply(h.Xid, s.tree.LastZxid(), err, nil)
+		s.treeMu.RUnlock()
+	case wire.OpAddWatch:
+		var r wire.AddWatchRequest
+		if !c.decode(h, &r) {
+			return false
+		}
+		s.treeMu.RLock()
+		s.watchMu.Lock()
+		s.watches.AddPersistent(r.Path, c.id, r.Mode == wire.AddWatchModePersistentRecursive)
+		s.watchMu.Unlock()
+		// ZooKeeper answers addWatch with an ErrorResponse body of 0.
+		c.reply(h.Xid, s.tree.LastZxid(), nil, &wire.ErrorResult{Err: wire.CodeOK})
+		s.treeMu.RUnlock()
+	case wire.OpWhoAmI:
+		resp := wire.WhoAmIResponse{Infos: make([]wire.ClientInfo, 0, len(c.auth))}
+		for _, id := range c.auth {
+			resp.Infos = append(resp.Infos, wire.ClientInfo{AuthScheme: id.Scheme, User: id.ID})
+		}
+		c.reply(h.Xid, c.lastZxid(), nil, &resp)
+	case wire.OpMultiRead:
+		return c.multiRead(h)
+	}
+	return true
+}
+
+// readPath serves exists, getData, getChildren and getChildren2. The caller
+// holds the tree read lock.
+func (c *conn) readPath(op wire.OpCode, r *wire.PathWatchRequest) (encodable, error) {
+	s := c.srv
+	switch op {
+	case wire.OpExists:
+		stat, err := s.tree.Exists(r.Path)
+		// exists leaves a watch whether or not the node is there.
+		if r.Watch && (err == nil || err == tree.ErrNoNode) {
+			c.addWatch(r.Path, false)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &wire.StatResponse{Stat: stat}, nil
+	case wire.OpGetData:
+		data, stat, err := s.tree.GetData(r.Path, c.auth)
+		if err != nil {
+			return nil, err
+		}
+		if r.Watch {
+			c.addWatch(r.Path, false)
+		}
+		return &wire.GetDataResponse{Data: data, Stat: stat}, nil
+	default:
+		children, stat, err := s.tree.GetChildren(r.Path, c.auth)
+		if err != nil {
+			return nil, err
+		}
+		if r.Watch {
+			c.addWatch(r.Path, true)
+		}
+		if op == wire.OpGetChildren {
+			return &wire.GetChildrenResponse{Children: children}, nil
+		}
+		return &wire.GetChildren2Response{Children: children, Stat: stat}, nil
+	}
+}
+
+func (c *conn) addWatch(path string, child bool) {
+	s := c.srv
+	s.watchMu.Lock()
+	if child {
+		s.watches.AddChild(path, c.id)
+	} else {
+		s.watches.AddData(path, c.id)
+	}
+	s.watchMu.Unlock()
+}
+
+// multiRead answers each getData/getChildren op independently: one failing
+// op does not fail the others.
+func (c *conn) multiRead(h wire.RequestHeader) bool {
+	var ops []wire.MultiHeader
+	var reqs []wire.PathWatchRequest
+	for {
+		var mh wire.MultiHeader
+		if !c.decode(h, &mh) {
+			return false
+		}
+		if mh.Done {
+			break
+		}
+		if mh.Type != wire.OpGetData && mh.Type != wire.OpGetChildren {
+			c.srv.log.Warn("closing connection: invalid op in multiRead", "op", int32(mh.Type), "session", c.sessionID.Load(), "ip", c.ip)
+			return false
+		}
+		var r wire.PathWatchRequest
+		if !c.decode(h, &r) {
+			return false
+		}
+		ops = append(ops, mh)
+		reqs = append(reqs, r)
+	}
+	s := c.srv
+	s.treeMu.RLock()
+	resp := &multiResponse{results: make([]tree.OpResult, len(ops))}
+	for i := range ops {
+		body, err := c.readPath(ops[i].Type, &reqs[i])
+		resp.results[i] = tree.OpResult{Op: ops[i].Type, Err: err, Resp: body}
+	}
+	c.reply(h.Xid, s.tree.LastZxid(), nil, resp)
+	s.treeMu.RUnlock()
+	return true
+}
+
+// setWatches re-arms a reconnecting client's watches and fires, before the
+// reply, the events it missed since relativeZxid.
+func (c *conn) setWatches(h wire.RequestHeader) bool {
+	var r wire.SetWatches2Request
+	if h.Type == wire.OpSetWatches {
+		var old wire.SetWatchesRequest
+		if !c.decode(h, &old) {
+			return false
+		}
+		r = wire.SetWatches2Request{RelativeZxid: old.RelativeZxid, DataWatches: old.DataWatches,
+			ExistWatches: old.ExistWatches, ChildWatches: old.ChildWatches}
+	} else if !c.decode(h, &r) {
+		return false
+	}
+	c.waitWrites()
+	s := c.srv
+	s.treeMu.RLock()
+	s.watchMu.Lock()
+	s.watches.SetWatches(r.RelativeZxid, r.DataWatches, r.ExistWatches, r.ChildWatches,
+		r.PersistentWatches, r.PersistentRecursiveWatches, c.id, s.tree.Stat, func(_ int64, ev wire.WatcherEvent) {
+			c.out.send(wire.ReplyHeader{Xid: wire.XidNotification, Zxid: -1}, &ev)
+		})
+	s.watchMu.Unlock()
+	c.reply(h.Xid, s.tree.LastZxid(), nil, nil)
+	s.treeMu.RUnlock()
+	return true
+}

@@ -1,0 +1,130 @@
+package server
+
+import (
+	"github.com/hutchzk/hutch/tree"
+	"github.com/hutchzk/hutch/wire"
+)
+
+// handle decodes one request frame and answers it in order. It reports false
+// when the connection must close.
+func (c *conn) handle(frame []byte) bool {
+	s := c.srv
+	d := &c.dec
+	d.Reset(frame)
+	var h wire.RequestHeader
+	h.Decode(d)
+	if d.Err() != nil {
+		s.log.Warn("closing connection: malformed request header", "session", c.sessionID.Load(), "ip", c.ip, "err", d.Err())
+		return false
+	}
+	switch h.Type {
+	case wire.OpPing:
+		c.waitWrites()
+		c.reply(h.Xid, c.lastZxid(), nil, nil)
+		return true
+	case wire.OpCloseSession:
+		p := s.closeSession(c.sessionID.Load(), c, h.Xid)
+		if p != nil {
+			<-p.done
+		}
+		return false
+	case wire.OpAuth:
+		return c.authenticate(h)
+	case wire.OpSetWatches, wire.OpSetWatches2:
+		return c.setWatches(h)
+	case wire.OpSASL:
+		// No SASL is configured: ZooKeeper then answers with an error the
+		// client treats as "SASL unavailable".
+		c.waitWrites()
+		c.reply(h.Xid, c.lastZxid(), tree.ErrUnimplemented, nil)
+		return true
+	case wire.OpReconfig:
+		var r wire.ReconfigRequest
+		if !c.decode(h, &r) {
+			return false
+		}
+		c.waitWrites()
+		c.reply(h.Xid, c.lastZxid(), errReconfigDisabled, nil)
+		return true
+	}
+	if isWrite(h.Type) {
+		req, ok := c.decodeWrite(h)
+		if !ok {
+			return false
+		}
+		return c.propose(h, req)
+	}
+	if isRead(h.Type) {
+		c.waitWrites()
+		return c.read(h)
+	}
+	// An unknown opcode gets Unimplemented and the connection closes, as in
+	// ZooKeeper's UnimplementedRequestProcessor.
+	s.log.Warn("closing connection: unknown opcode", "op", int32(h.Type), "session", c.sessionID.Load(), "ip", c.ip)
+	c.waitWrites()
+	c.reply(h.Xid, c.lastZxid(), tree.ErrUnimplemented, nil)
+	return false
+}
+
+type decodable interface {
+	Decode(d *wire.Decoder)
+}
+
+// decode reads a request body; a malformed body closes the connection.
+func (c *conn) decode(h wire.RequestHeader, r decodable) bool {
+	r.Decode(&c.dec)
+	if err := c.dec.Err(); err != nil {
+		c.srv.log.Warn("closing connection: malformed request", "op", int32(h.Type), "session", c.sessionID.Load(), "ip", c.ip, "err", err)
+		return false
+	}
+	return true
+}
+
+func (c *conn) lastZxid() int64 {
+	c.srv.treeMu.RLock()
+	z := c.srv.tree.LastZxid()
+	c.srv.treeMu.RUnlock()
+	return z
+}
+
+func isWrite(op wire.OpCode) bool {
+	switch op {
+	case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer, wire.OpCreateTTL,
+		wire.OpDelete, wire.OpSetData, wire.OpSetACL, wire.OpCheck, wire.OpMulti:
+		return true
+	}
+	return false
+}
+
+func isRead(op wire.OpCode) bool {
+	switch op {
+	case wire.OpExists, wire.OpGetData, wire.OpGetACL, wire.OpGetChildren, wire.OpGetChildren2,
+		wire.OpSync, wire.OpGetEphemerals, wire.OpGetAllChildrenNumber, wire.OpCheckWatches,
+		wire.OpRemoveWatches, wire.OpAddWatch, wire.OpWhoAmI, wire.OpMultiRead:
+		return true
+	}
+	return false
+}
+
+// errCode maps an internal error to the code on the wire: the one place
+// where that happens.
+func errCode(err error) wire.Code {
+	if err == nil {
+		return wire.CodeOK
+	}
+	if ce, ok := err.(codeError); ok {
+		return ce.code
+	}
+	return tree.ToCode(err)
+}
+
+// codeError carries a wire code for failures that never reach the tree.
+type codeError struct{ code wire.Code }
+
+func (e codeError) Error() string { return e.code.String() }
+
+var (
+	errReconfigDisabled = codeError{wire.CodeReconfigDisabled}
+	errNoWatcher        = codeError{wire.CodeNoWatcher}
+	errAuthFailed       = codeError{wire.CodeAuthFailed}
+)

@@ -1,0 +1,50 @@
+package tree
+
+import (
+	"errors"
+
+	"github.com/hutchzk/hutch/wire"
+)
+
+// Error is a ZooKeeper error code as a Go error. The tree only ever returns the
+// sentinels below, so callers compare with == or errors.Is.
+type Error struct {
+	Code wire.Code
+	msg  string
+}
+
+func (e *Error) Error() string { return e.msg }
+
+func newError(c wire.Code, msg string) *Error { return &Error{Code: c, msg: "tree: " + msg} }
+
+// Sentinel errors, one per ZooKeeper code the tree can produce.
+var (
+	ErrSystemError             error = newError(wire.CodeSystemError, "system error")
+	ErrRuntimeInconsistency    error = newError(wire.CodeRuntimeInconsistency, "runtime inconsistency")
+	ErrMarshallingError        error = newError(wire.CodeMarshallingError, "marshalling error")
+	ErrUnimplemented           error = newError(wire.CodeUnimplemented, "unimplemented")
+	ErrBadArguments            error = newError(wire.CodeBadArguments, "bad arguments")
+	ErrNoNode                  error = newError(wire.CodeNoNode, "no node")
+	ErrNoAuth                  error = newError(wire.CodeNoAuth, "not authorized")
+	ErrBadVersion              error = newError(wire.CodeBadVersion, "bad version")
+	ErrNoChildrenForEphemerals error = newError(wire.CodeNoChildrenForEphemerals, "no children for ephemerals")
+	ErrNodeExists              error = newError(wire.CodeNodeExists, "node exists")
+	ErrNotEmpty                error = newError(wire.CodeNotEmpty, "directory not empty")
+	ErrSessionExpired          error = newError(wire.CodeSessionExpired, "session expired")
+	ErrInvalidACL              error = newError(wire.CodeInvalidACL, "invalid ACL")
+)
+
+// ToCode maps an error returned by this package to its ZooKeeper wire code:
+// nil is CodeOK, and anything that is not one of our sentinels is
+// CodeSystemError (it would be a bug, and ZooKeeper reports its own
+// unexpected failures that way too).
+func ToCode(err error) wire.Code {
+	if err == nil {
+		return wire.CodeOK
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return wire.CodeSystemError
+}

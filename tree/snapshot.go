@@ -1,0 +1,384 @@
+package tree
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"hash/crc64"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/hutchzk/hutch/wire"
+)
+
+// Snapshot format (all integers varint/uvarint unless noted):
+//
+//	magic "HUTCHSN1"
+//	lastZxid
+//	session count, then per session (ascending id): id, timeout, passwd
+//	node records, depth first, parent before children, children by name:
+//	  name (root: ""), data, acl, czxid mzxid pzxid ctime mtime version
+//	  cversion aversion owner, child count
+//	node count, digest (8 bytes little endian)
+//	CRC-64/ECMA of everything before it (8 bytes little endian)
+//
+// Byte strings are length+1 with 0 for nil (nil and empty data differ on the
+// wire). An acl is a uvarint k: 0 introduces a new list (count, then perms,
+// scheme, id per entry) that later records refer to as k = its index+1, so
+// the usual handful of distinct ACLs is written once.
+const snapMagic = "HUTCHSN1"
+
+// maxSnapBytes bounds any one byte string read back; reads are chunked, so a
+// corrupt length fails at EOF rather than by allocating it.
+const maxSnapBytes = 1 << 30
+
+type snapWriter struct {
+	w    *bufio.Writer
+	buf  []byte
+	acls map[string]uint64
+	key  []byte
+	crc  uint64
+}
+
+func (s *snapWriter) uvarint(v uint64) { s.buf = binary.AppendUvarint(s.buf, v) }
+func (s *snapWriter) varint(v int64)   { s.buf = binary.AppendVarint(s.buf, v) }
+func (s *snapWriter) str(v string) {
+	s.uvarint(uint64(len(v)))
+	s.buf = append(s.buf, v...)
+}
+
+func (s *snapWriter) bytes(v []byte) {
+	if v == nil {
+		s.uvarint(0)
+		return
+	}
+	s.uvarint(uint64(len(v)) + 1)
+	s.buf = append(s.buf, v...)
+}
+
+// flush hands the record buffer to the bufio.Writer; called per record so the
+// buffer stays one record long.
+func (s *snapWriter) flush() error {
+	s.crc = crc64.Update(s.crc, crcTable, s.buf)
+	_, err := s.w.Write(s.buf)
+	s.buf = s.buf[:0]
+	return err
+}
+
+// aclKey encodes acl unambiguously into dst (reused across nodes, so the
+// map lookup below does not allocate).
+func aclKey(dst []byte, acl []wire.ACL) []byte {
+	for _, a := range acl {
+		dst = binary.AppendVarint(dst, int64(a.Perms))
+		dst = binary.AppendUvarint(dst, uint64(len(a.ID.Scheme)))
+		dst = append(dst, a.ID.Scheme...)
+		dst = binary.AppendUvarint(dst, uint64(len(a.ID.ID)))
+		dst = append(dst, a.ID.ID...)
+	}
+	return dst
+}
+
+func (s *snapWriter) node(name string, n *node) {
+	s.str(name)
+	s.bytes(n.data)
+	s.key = aclKey(s.key[:0], n.acl)
+	if k, ok := s.acls[string(s.key)]; ok {
+		s.uvarint(k)
+	} else {
+		s.acls[string(s.key)] = uint64(len(s.acls) + 1)
+		s.uvarint(0)
+		s.uvarint(uint64(len(n.acl)))
+		for _, a := range n.acl {
+			s.varint(int64(a.Perms))
+			s.str(a.ID.Scheme)
+			s.str(a.ID.ID)
+		}
+	}
+	st := &n.st
+	for _, v := range [...]int64{st.czxid, st.mzxid, st.pzxid, st.ctime, st.mtime,
+		int64(st.version), int64(st.cversion), int64(st.aversion), st.owner} {
+		s.varint(v)
+	}
+	s.uvarint(uint64(len(n.children)))
+}
+
+func sortedChildren(n *node) []string {
+	names := make([]string, 0, len(n.children))
+	for name := range n.children {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// WriteSnapshot streams the whole tree, sessions and last zxid to w. Nodes
+// are written one at a time in a fixed order (no second copy of the tree is
+// built), so equal trees produce identical bytes.
+func (t *Tree) WriteSnapshot(w io.Writer) error {
+	s := &snapWriter{w: bufio.NewWriterSize(w, 64<<10), acls: make(map[string]uint64)}
+	s.buf = append(s.buf, snapMagic...)
+	s.varint(t.lastZxid)
+	ids := t.Sessions()
+	s.uvarint(uint64(len(ids)))
+	for _, id := range ids {
+		ss := t.sessions[id]
+		s.varint(id)
+		s.varint(int64(ss.timeout))
+		s.bytes(ss.passwd)
+	}
+	s.node("", t.root)
+	if err := s.flush(); err != nil {
+		return err
+	}
+	type frame struct {
+		path  string // "" for the root
+		names []string
+	}
+	stack := []frame{{"", sortedChildren(t.root)}}
+	for len(stack) > 0 {
+		top := &stack[len(stack)-1]
+		if len(top.names) == 0 {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		name := top.names[0]
+		top.names = top.names[1:]
+		path := top.path + "/" + name
+		n := t.nodes[path]
+		s.node(name, n)
+		if err := s.flush(); err != nil {
+			return err
+		}
+		if len(n.children) > 0 {
+			stack = append(stack, frame{path, sortedChildren(n)})
+		}
+	}
+	s.uvarint(uint64(len(t.nodes)))
+	s.buf = binary.LittleEndian.AppendUint64(s.buf, t.digest)
+	if err := s.flush(); err != nil {
+		return err
+	}
+	s.buf = binary.LittleEndian.AppendUint64(s.buf, s.crc)
+	if err := s.flush(); err != nil {
+		return err
+	}
+	return s.w.Flush()
+}
+
+type snapReader struct {
+	r       *bufio.Reader
+	err     error
+	acls    [][]wire.ACL
+	crc     uint64 // of every byte consumed so far
+	scratch []byte // for short strings
+}
+
+// ReadByte lets binary.ReadUvarint read through the checksum.
+func (s *snapReader) ReadByte() (byte, error) {
+	b, err := s.r.ReadByte()
+	if err == nil {
+		s.crc = crc64.Update(s.crc, crcTable, []byte{b})
+	}
+	return b, err
+}
+
+var errCorrupt = errors.New("tree: corrupt snapshot")
+
+func (s *snapReader) fail(err error) {
+	if s.err == nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		s.err = err
+	}
+}
+
+func (s *snapReader) uvarint() uint64 {
+	if s.err != nil {
+		return 0
+	}
+	v, err := binary.ReadUvarint(s)
+	if err != nil {
+		s.fail(err)
+	}
+	return v
+}
+
+func (s *snapReader) varint() int64 {
+	if s.err != nil {
+		return 0
+	}
+	v, err := binary.ReadVarint(s)
+	if err != nil {
+		s.fail(err)
+	}
+	return v
+}
+
+func (s *snapReader) int32() int32 {
+	v := s.varint()
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		s.fail(errCorrupt)
+		return 0
+	}
+	return int32(v)
+}
+
+// raw reads n bytes in bounded chunks so a corrupt length cannot force a
+// huge allocation before EOF is noticed.
+func (s *snapReader) raw(n uint64) []byte {
+	if s.err != nil {
+		return nil
+	}
+	if n > maxSnapBytes {
+		s.fail(errCorrupt)
+		return nil
+	}
+	const chunk = 64 << 10
+	out := make([]byte, 0, min(n, chunk))
+	for uint64(len(out)) < n {
+		k := min(n-uint64(len(out)), chunk)
+		out = slices.Grow(out, int(k))
+		m, err := io.ReadFull(s.r, out[len(out):len(out)+int(k)])
+		s.crc = crc64.Update(s.crc, crcTable, out[len(out):len(out)+m])
+		out = out[:len(out)+m]
+		if err != nil {
+			s.fail(err)
+			return nil
+		}
+	}
+	return out
+}
+
+func (s *snapReader) str() string {
+	n := s.uvarint()
+	if s.err != nil {
+		return ""
+	}
+	if n <= 4096 { // the common case: one allocation, for the string itself
+		buf := s.scratch[:n]
+		if _, err := io.ReadFull(s.r, buf); err != nil {
+			s.fail(err)
+			return ""
+		}
+		s.crc = crc64.Update(s.crc, crcTable, buf)
+		return string(buf)
+	}
+	return string(s.raw(n))
+}
+
+func (s *snapReader) bytes() []byte {
+	n := s.uvarint()
+	if n == 0 || s.err != nil {
+		return nil
+	}
+	return s.raw(n - 1)
+}
+
+func (s *snapReader) acl() []wire.ACL {
+	k := s.uvarint()
+	if s.err != nil {
+		return nil
+	}
+	if k > 0 {
+		if k > uint64(len(s.acls)) {
+			s.fail(errCorrupt)
+			return nil
+		}
+		return s.acls[k-1]
+	}
+	count := s.uvarint()
+	var acl []wire.ACL
+	for i := uint64(0); i < count && s.err == nil; i++ {
+		perms := s.int32()
+		scheme := s.str()
+		id := s.str()
+		acl = append(acl, wire.ACL{Perms: perms, ID: wire.ID{Scheme: scheme, ID: id}})
+	}
+	s.acls = append(s.acls, acl)
+	return acl
+}
+
+func (s *snapReader) node() (string, *node, uint64) {
+	name := s.str()
+	n := &node{data: s.bytes(), acl: s.acl()}
+	st := &n.st
+	st.czxid, st.mzxid, st.pzxid = s.varint(), s.varint(), s.varint()
+	st.ctime, st.mtime = s.varint(), s.varint()
+	st.version, st.cversion, st.aversion = s.int32(), s.int32(), s.int32()
+	st.owner = s.varint()
+	return name, n, s.uvarint()
+}
+
+// Restore reads a snapshot written by WriteSnapshot. It checks the structure
+// (every path valid and unique, child counts consistent, node count) and that
+// the rebuilt tree's Digest equals the one recorded.
+func Restore(r io.Reader) (*Tree, error) {
+	s := &snapReader{r: bufio.NewReaderSize(r, 64<<10), scratch: make([]byte, 4096)}
+	magic := s.raw(uint64(len(snapMagic)))
+	if s.err == nil && string(magic) != snapMagic {
+		return nil, errCorrupt
+	}
+	t := newEmpty()
+	t.lastZxid = s.varint()
+	nsess := s.uvarint()
+	for i := uint64(0); i < nsess && s.err == nil; i++ {
+		id := s.varint()
+		timeout := s.int32()
+		passwd := s.bytes()
+		if _, dup := t.sessions[id]; dup || kindOf(id) != kindEphemeral || id&extendedMask == extendedMask {
+			s.fail(errCorrupt)
+		}
+		t.sessions[id] = session{timeout: timeout, passwd: passwd}
+	}
+	name, root, rootKids := s.node()
+	if s.err != nil {
+		return nil, s.err
+	}
+	if name != "" {
+		return nil, errCorrupt
+	}
+	t.setRoot(root)
+	type frame struct {
+		path string
+		n    *node
+		left uint64
+	}
+	stack := []frame{{"", root, rootKids}}
+	for s.err == nil {
+		for len(stack) > 0 && stack[len(stack)-1].left == 0 {
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) == 0 {
+			break
+		}
+		top := &stack[len(stack)-1]
+		top.left--
+		name, n, kids := s.node()
+		if s.err != nil {
+			break
+		}
+		path := top.path + "/" + name
+		if !validPath(path) || strings.IndexByte(name, '/') >= 0 || t.nodes[path] != nil {
+			return nil, errCorrupt
+		}
+		t.addNode(path, top.n, name, n)
+		if kids > 0 {
+			stack = append(stack, frame{path, n, kids})
+		}
+	}
+	count := s.uvarint()
+	digest := s.raw(8)
+	crc := s.crc
+	sum := s.raw(8)
+	if s.err != nil {
+		return nil, s.err
+	}
+	if binary.LittleEndian.Uint64(sum) != crc || count != uint64(len(t.nodes)) ||
+		binary.LittleEndian.Uint64(digest) != t.digest {
+		return nil, errCorrupt
+	}
+	return t, nil
+}
