@@ -33,19 +33,18 @@ func (c *conn) handle(frame []byte) bool {
 	case wire.OpSetWatches, wire.OpSetWatches2:
 		return c.setWatches(h)
 	case wire.OpSASL:
-		// No SASL is configured: ZooKeeper then answers with an error the
-		// client treats as "SASL unavailable".
+		// With no SASL configured ZooKeeper answers OK with zxid 0 and a null
+		// token, and adds no identity.
 		c.waitWrites()
-		c.reply(h.Xid, c.lastZxid(), tree.ErrUnimplemented, nil)
+		c.out.send(wire.ReplyHeader{Xid: h.Xid}, nullToken{})
+		c.srv.stats.packetsSent.Add(1)
 		return true
 	case wire.OpReconfig:
 		var r wire.ReconfigRequest
 		if !c.decode(h, &r) {
 			return false
 		}
-		c.waitWrites()
-		c.reply(h.Xid, c.lastZxid(), errReconfigDisabled, nil)
-		return true
+		return c.propose(h, &r)
 	}
 	if isWrite(h.Type) {
 		req, ok := c.decodeWrite(h)
@@ -58,13 +57,18 @@ func (c *conn) handle(frame []byte) bool {
 		c.waitWrites()
 		return c.read(h)
 	}
-	// An unknown opcode gets Unimplemented and the connection closes, as in
-	// ZooKeeper's UnimplementedRequestProcessor.
+	// An unknown opcode gets Unimplemented (zxid -1) and the connection
+	// closes, as in ZooKeeper's UnimplementedRequestProcessor.
 	s.log.Warn("closing connection: unknown opcode", "op", int32(h.Type), "session", c.sessionID.Load(), "ip", c.ip)
 	c.waitWrites()
-	c.reply(h.Xid, c.lastZxid(), tree.ErrUnimplemented, nil)
+	c.reply(h.Xid, -1, tree.ErrUnimplemented, nil)
 	return false
 }
+
+// nullToken is a SetSASLResponse carrying no token.
+type nullToken struct{}
+
+func (nullToken) Encode(e *wire.Encoder) { e.Buffer(nil) }
 
 type decodable interface {
 	Decode(d *wire.Decoder)
@@ -124,7 +128,6 @@ type codeError struct{ code wire.Code }
 func (e codeError) Error() string { return e.code.String() }
 
 var (
-	errReconfigDisabled = codeError{wire.CodeReconfigDisabled}
-	errNoWatcher        = codeError{wire.CodeNoWatcher}
-	errAuthFailed       = codeError{wire.CodeAuthFailed}
+	errNoWatcher  = codeError{wire.CodeNoWatcher}
+	errAuthFailed = codeError{wire.CodeAuthFailed}
 )

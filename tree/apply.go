@@ -110,6 +110,10 @@ func (t *Tree) Apply(txn *Txn) Result {
 		res.Err = t.createSession(req)
 	case wire.OpCloseSession:
 		t.closeSession(c)
+	case wire.OpReconfig:
+		// Reconfiguration is disabled; ZooKeeper still logs the refusal as an
+		// error txn, so it consumes a zxid here too.
+		res.Err = ErrReconfigDisabled
 	case wire.OpDeleteContainer:
 		req, ok := txn.Req.(*wire.PathRequest)
 		if !ok || req == nil {

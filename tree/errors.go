@@ -32,6 +32,7 @@ var (
 	ErrNotEmpty                error = newError(wire.CodeNotEmpty, "directory not empty")
 	ErrSessionExpired          error = newError(wire.CodeSessionExpired, "session expired")
 	ErrInvalidACL              error = newError(wire.CodeInvalidACL, "invalid ACL")
+	ErrReconfigDisabled        error = newError(wire.CodeReconfigDisabled, "reconfig disabled")
 )
 
 // ToCode maps an error returned by this package to its ZooKeeper wire code:
