@@ -34,7 +34,7 @@ var (
 // its shell: create (plain, ephemeral, ephemeral sequential), get with its
 // watch, ls, set, exists watches, delete and error codes.
 func TestCliMT(t *testing.T) {
-	forEachTarget(t, func(t *testing.T, addr string) {
+	forEachTarget(t, func(t *testing.T, addr string, l *ledger) {
 		c := startConsole(t, "cli_mt", cliMT(t, addr))
 		sid := c.expect(cSession, commandTimeout)[1]
 

@@ -76,10 +76,11 @@ var sequential = regexp.MustCompile(`^/gozk/n-(\d{10})$`)
 // with watches, stat fields, conditional set and delete, and the events
 // those fire in another session.
 func TestGoZK(t *testing.T) {
-	forEachTarget(t, func(t *testing.T, addr string) {
+	forEachTarget(t, func(t *testing.T, addr string, l *ledger) {
 		a := connectGoZK(t, addr)
 		b := connectGoZK(t, addr)
 		acl := zk.WorldACL(zk.PermAll)
+		owners := map[int64]string{0: "none", a.SessionID(): "a", b.SessionID(): "b"}
 
 		if p, err := a.Create("/gozk", []byte("parent"), 0, acl); err != nil || p != "/gozk" {
 			t.Fatalf("create /gozk = %q, %v", p, err)
@@ -101,12 +102,14 @@ func TestGoZK(t *testing.T) {
 				t.Fatalf("create -s -e #%d returned %q, want /gozk/n-%010d", i, p, i)
 			}
 			nodes = append(nodes, p)
+			l.record("create -s -e: %s", p)
 		}
 		node := nodes[0]
 		waitEvent(t, "exists watch", created, zk.EventNodeCreated, node)
 
 		children, pst, err := a.Children("/gozk")
 		slices.Sort(children)
+		l.record("ls /gozk: %v %s", children, statLine(pst, owners))
 		if err != nil || !slices.Equal(children, []string{"n-0000000000", "n-0000000001"}) {
 			t.Errorf("ls /gozk = %v, %v; want [n-0000000000 n-0000000001]", children, err)
 		}
@@ -115,6 +118,7 @@ func TestGoZK(t *testing.T) {
 		if err != nil || string(data) != "hello" {
 			t.Fatalf("get -w %s = %q, %v; want hello", node, data, err)
 		}
+		l.record("get %s: %s", node, statLine(st, owners))
 		checkStat(t, "get "+node, st, zk.Stat{
 			Version: 0, Cversion: 0, Aversion: 0, DataLength: 5, NumChildren: 0,
 			EphemeralOwner: a.SessionID(),
@@ -152,6 +156,7 @@ func TestGoZK(t *testing.T) {
 		if err != nil {
 			t.Fatalf("set %s: %v", node, err)
 		}
+		l.record("set %s: %s", node, statLine(st2, owners))
 		waitEvent(t, "get watch", changed, zk.EventNodeDataChanged, node)
 		if st2.Version != 1 || st2.DataLength != 6 || st2.Czxid != st.Czxid || st2.Mzxid <= st.Mzxid || st2.EphemeralOwner != a.SessionID() {
 			t.Errorf("stat after set = %+v; want version 1, dataLength 6, czxid %#x, mzxid > %#x, owner %#x", *st2, st.Czxid, st.Mzxid, a.SessionID())
@@ -204,11 +209,26 @@ func TestGoZK(t *testing.T) {
 		}
 		a.Close()
 		waitEvent(t, "exists watch on a's ephemeral", gone, zk.EventNodeDeleted, nodes[1])
-		children, _, err = b.Children("/gozk")
+		children, pst, err = b.Children("/gozk")
 		if err != nil || len(children) != 0 {
 			t.Errorf("ls /gozk after a's session closed = %v, %v; want []", children, err)
 		}
+		// pzxid is the zxid of a's closeSession, which deleted the node.
+		l.record("ls /gozk after a closed: %v %s", children, statLine(pst, owners))
 	})
+}
+
+// statLine shows a stat for a ledger: session ids by name, times left out.
+func statLine(st *zk.Stat, owners map[int64]string) string {
+	if st == nil {
+		return "no stat"
+	}
+	owner, ok := owners[st.EphemeralOwner]
+	if !ok {
+		owner = "unknown session"
+	}
+	return fmt.Sprintf("czxid=%#x mzxid=%#x pzxid=%#x version=%d cversion=%d aversion=%d dataLength=%d numChildren=%d owner=%s",
+		st.Czxid, st.Mzxid, st.Pzxid, st.Version, st.Cversion, st.Aversion, st.DataLength, st.NumChildren, owner)
 }
 
 // checkStat compares every field of got with want.

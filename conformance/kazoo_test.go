@@ -108,7 +108,7 @@ func runKazoo(t *testing.T, addr string) []kazooLine {
 // sequential create, get_children, get with a watch, set, delete, and the
 // DataWatch and ChildrenWatch recipes that re-arm a watch on every event.
 func TestKazoo(t *testing.T) {
-	forEachTarget(t, func(t *testing.T, addr string) {
+	forEachTarget(t, func(t *testing.T, addr string, l *ledger) {
 		lines := runKazoo(t, addr)
 		next := func(op string) kazooLine {
 			t.Helper()
@@ -127,6 +127,7 @@ func TestKazoo(t *testing.T) {
 		if conn.SessionA == 0 || conn.SessionB == 0 || conn.SessionA == conn.SessionB {
 			t.Errorf("session ids %#x and %#x; want two different non-zero ids", conn.SessionA, conn.SessionB)
 		}
+		owners := map[int64]string{0: "none", conn.SessionA: "a", conn.SessionB: "b"}
 		const node, second = "/kazoo/n-0000000000", "/kazoo/n-0000000001"
 		for _, want := range []string{node, second} {
 			if got := next("create").Path; got != want {
@@ -142,6 +143,8 @@ func TestKazoo(t *testing.T) {
 		get := next("get")
 		wantData(t, "get "+node, get.Data, "hello")
 		st := get.Stat.zk()
+		l.record("get /kazoo: %s", statLine(parent.Stat.zk(), owners))
+		l.record("get %s: %s", node, statLine(st, owners))
 		checkStat(t, "get "+node, st, zk.Stat{DataLength: 5, EphemeralOwner: conn.SessionA})
 		if st.Czxid <= 0 || st.Czxid != st.Mzxid || st.Czxid != st.Pzxid {
 			t.Errorf("new node %s: czxid %#x, mzxid %#x, pzxid %#x; want all equal and > 0", node, st.Czxid, st.Mzxid, st.Pzxid)
@@ -165,6 +168,7 @@ func TestKazoo(t *testing.T) {
 			t.Errorf("set(version=7) raised %q, want BadVersionError", got)
 		}
 		set := next("set").Stat.zk()
+		l.record("set %s: %s", node, statLine(set, owners))
 		checkStat(t, "set "+node, set, zk.Stat{
 			Czxid: st.Czxid, Ctime: st.Ctime, Version: 1, DataLength: 6, EphemeralOwner: conn.SessionA, Pzxid: st.Pzxid,
 		})
@@ -208,9 +212,12 @@ func TestKazoo(t *testing.T) {
 		}
 
 		wantEvent(t, "exists watch on a's ephemeral after a closed", next("watch").event(), "DELETED", second)
-		if got := next("ls").Children; len(got) != 0 {
-			t.Errorf("get_children(/kazoo) after a closed = %v, want []", got)
+		ls := next("ls")
+		if len(ls.Children) != 0 {
+			t.Errorf("get_children(/kazoo) after a closed = %v, want []", ls.Children)
 		}
+		// pzxid is the zxid of a's closeSession, which deleted the node.
+		l.record("ls /kazoo after a closed: %v %s", ls.Children, statLine(ls.Stat.zk(), owners))
 		next("done")
 	})
 }

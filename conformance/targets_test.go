@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -18,23 +19,89 @@ type target struct {
 	start func(tb testing.TB) string
 }
 
+// TestMain removes the hutch binary realzk.BuildHutch compiled.
+func TestMain(m *testing.M) { realzk.Main(m) }
+
 // targets lists the servers every check runs against: real ZooKeeper as the
-// reference, then hutch in-process.
+// reference, then hutch in-process, then the hutch binary as users run it.
+// The binary gets --max-client-conns 0 (unlimited, like the maxClientCnxns=0
+// realzk gives ZooKeeper) so that checks opening many sessions from
+// loopback compare like with like.
 func targets(t *testing.T) []target {
 	t.Helper()
 	return []target{
 		{name: "zookeeper", start: func(tb testing.TB) string { return realzk.Start(tb).Addr }},
 		{name: "hutch", start: startHutch},
+		{name: "hutch-binary", start: startHutchBinary},
 	}
 }
 
-// forEachTarget runs check as a subtest against a fresh server per target.
-func forEachTarget(t *testing.T, check func(t *testing.T, addr string)) {
+// startHutchBinary builds cmd/hutch (once per test binary) and runs it on a
+// free loopback port; it is stopped when tb ends.
+func startHutchBinary(tb testing.TB) string {
+	tb.Helper()
+	return realzk.StartHutchBinary(tb, realzk.BuildHutch(tb), "--max-client-conns", "0").Addr
+}
+
+// forEachTarget runs check as a subtest against a fresh server per target,
+// then compares what the checks recorded in their ledgers: hutch must
+// observe exactly what ZooKeeper does.
+func forEachTarget(t *testing.T, check func(t *testing.T, addr string, l *ledger)) {
 	t.Helper()
+	complete := make(map[string]*ledger)
 	for _, tg := range targets(t) {
-		t.Run(tg.name, func(t *testing.T) {
-			check(t, tg.start(t))
+		l := &ledger{}
+		passed := t.Run(tg.name, func(t *testing.T) {
+			check(t, tg.start(t), l)
+			l.complete = true // not reached after Skip or Fatal
 		})
+		if passed && l.complete {
+			complete[tg.name] = l
+		}
+	}
+	compareLedgers(t, complete["zookeeper"], complete["hutch"])
+}
+
+// ledger is what one check observed on one target that must come out the
+// same on every target given the same requests: zxids, versions, counts,
+// paths and events, with session ids and times left out. Comparing ledgers
+// holds hutch to ZooKeeper's exact numbering, beyond the rules each check
+// asserts on its own.
+type ledger struct {
+	lines    []string
+	complete bool // the check ran to its end
+}
+
+// record adds one observation.
+func (l *ledger) record(format string, args ...any) {
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+// compareLedgers reports where got (hutch) differs from want (ZooKeeper).
+// A target that failed or was skipped has no ledger, and nothing is compared.
+func compareLedgers(t *testing.T, want, got *ledger) {
+	t.Helper()
+	if want == nil || got == nil {
+		return
+	}
+	const maxReported = 5
+	reported := 0
+	for i := range max(len(want.lines), len(got.lines)) {
+		w, g := "(nothing)", "(nothing)"
+		if i < len(want.lines) {
+			w = want.lines[i]
+		}
+		if i < len(got.lines) {
+			g = got.lines[i]
+		}
+		if w == g {
+			continue
+		}
+		if reported++; reported > maxReported {
+			t.Errorf("hutch differs from zookeeper in more observations; first %d shown", maxReported)
+			return
+		}
+		t.Errorf("hutch differs from zookeeper at observation %d:\n zookeeper: %s\n     hutch: %s", i+1, w, g)
 	}
 }
 

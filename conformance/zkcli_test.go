@@ -59,7 +59,7 @@ func cliEvent(typ, path string) *regexp.Regexp {
 // session creates ephemeral sequential nodes, lists, stats and watches
 // them while one-shot invocations change them from other sessions.
 func TestZkCli(t *testing.T) {
-	forEachTarget(t, func(t *testing.T, addr string) {
+	forEachTarget(t, func(t *testing.T, addr string, l *ledger) {
 		a := startConsole(t, "zkCli A", zkCli(t, "-server", addr))
 		a.expect(cliConnected, commandTimeout)
 

@@ -223,7 +223,7 @@ func TestUnknownOpAndBadRequests(t *testing.T) {
 		err error
 	}{
 		{wire.OpGetData, &wire.PathRequest{Path: "/"}, ErrUnimplemented},
-		{wire.OpReconfig, nil, ErrUnimplemented},
+		{wire.OpReconfig, nil, ErrReconfigDisabled},
 		{wire.OpCreate, &wire.SetDataRequest{}, ErrMarshallingError},
 		{wire.OpCreate, (*wire.CreateRequest)(nil), ErrMarshallingError},
 		{wire.OpMulti, nil, ErrMarshallingError},

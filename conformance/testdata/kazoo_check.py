@@ -136,7 +136,8 @@ def main(hosts):
     a.stop()
     a.close()
     emit("watch", **event(next_item(gone, "exists watch on a's ephemeral")))
-    emit("ls", children=sorted(b.get_children("/kazoo")))
+    children, st = b.get_children("/kazoo", include_data=True)
+    emit("ls", children=sorted(children), stat=stat(st))
 
     b.delete("/kazoo")
     b.stop()
