@@ -19,8 +19,9 @@ func (c *conn) handle(frame []byte) bool {
 	}
 	switch h.Type {
 	case wire.OpPing:
+		// ZooKeeper answers every ping with xid -2, whatever xid it carried.
 		c.waitWrites()
-		c.reply(h.Xid, c.lastZxid(), nil, nil)
+		c.reply(wire.XidPing, c.lastZxid(), nil, nil)
 		return true
 	case wire.OpCloseSession:
 		p := s.closeSession(c.sessionID.Load(), c, h.Xid)
