@@ -55,6 +55,17 @@ func TestCliMT(t *testing.T) {
 		c.expect(cliLine(` value_len = 3`), eventTimeout)
 		c.expect(cliLine(`new`), eventTimeout)
 		st := cStat(c)
+		record := func(what string, st map[string]string) {
+			owner := "other session"
+			switch st["ephemeralOwner"] {
+			case sid:
+				owner = "self"
+			case "0":
+				owner = "none"
+			}
+			l.record("%s: czxid=%s mzxid=%s version=%s aversion=%s owner=%s", what, st["czxid"], st["mzxid"], st["version"], st["aversion"], owner)
+		}
+		record("get /climt/e", st)
 		if st["ephemeralOwner"] != sid {
 			t.Errorf("ephemeralOwner of /climt/e = %q, want the session id %q", st["ephemeralOwner"], sid)
 		}
@@ -72,13 +83,15 @@ func TestCliMT(t *testing.T) {
 		expectAll(t, c,
 			cliLine(`Watcher CHANGED_EVENT state = CONNECTED_STATE for path /climt/e`),
 			cliLine(`/climt/e: rc = 0 Stat:`))
-		if st := cStat(c); st["version"] != "1" || st["czxid"] == st["mzxid"] {
+		st = cStat(c)
+		record("set /climt/e", st)
+		if st["version"] != "1" || st["czxid"] == st["mzxid"] {
 			t.Errorf("stat after set: %v; want version 1 and mzxid != czxid", st)
 		}
 		c.send("get /climt/e")
 		c.expect(cliLine(` value_len = 5`), eventTimeout)
 		c.expect(cliLine(`hello`), eventTimeout)
-		cStat(c)
+		record("get /climt/e after set", cStat(c))
 
 		// ls left a child watch on /climt.
 		c.send("delete /climt/n-0000000001")

@@ -48,8 +48,9 @@ func startHutchBinary(tb testing.TB) string {
 // observe exactly what ZooKeeper does.
 func forEachTarget(t *testing.T, check func(t *testing.T, addr string, l *ledger)) {
 	t.Helper()
+	tgs := targets(t)
 	complete := make(map[string]*ledger)
-	for _, tg := range targets(t) {
+	for _, tg := range tgs {
 		l := &ledger{}
 		passed := t.Run(tg.name, func(t *testing.T) {
 			check(t, tg.start(t), l)
@@ -59,8 +60,15 @@ func forEachTarget(t *testing.T, check func(t *testing.T, addr string, l *ledger
 			complete[tg.name] = l
 		}
 	}
-	compareLedgers(t, complete["zookeeper"], complete["hutch"])
+	for _, tg := range tgs {
+		if tg.name != reference {
+			compareLedgers(t, tg.name, complete[reference], complete[tg.name])
+		}
+	}
 }
+
+// reference is the target whose ledger the others must match.
+const reference = "zookeeper"
 
 // ledger is what one check observed on one target that must come out the
 // same on every target given the same requests: zxids, versions, counts,
@@ -77,9 +85,10 @@ func (l *ledger) record(format string, args ...any) {
 	l.lines = append(l.lines, fmt.Sprintf(format, args...))
 }
 
-// compareLedgers reports where got (hutch) differs from want (ZooKeeper).
-// A target that failed or was skipped has no ledger, and nothing is compared.
-func compareLedgers(t *testing.T, want, got *ledger) {
+// compareLedgers reports where got, the ledger of target name, differs from
+// want, ZooKeeper's. A target that failed or was skipped has no ledger, and
+// nothing is compared.
+func compareLedgers(t *testing.T, name string, want, got *ledger) {
 	t.Helper()
 	if want == nil || got == nil {
 		return
@@ -98,10 +107,10 @@ func compareLedgers(t *testing.T, want, got *ledger) {
 			continue
 		}
 		if reported++; reported > maxReported {
-			t.Errorf("hutch differs from zookeeper in more observations; first %d shown", maxReported)
+			t.Errorf("%s differs from %s in more observations; first %d shown", name, reference, maxReported)
 			return
 		}
-		t.Errorf("hutch differs from zookeeper at observation %d:\n zookeeper: %s\n     hutch: %s", i+1, w, g)
+		t.Errorf("%s differs from %s at observation %d:\n%14s: %s\n%14s: %s", name, reference, i+1, reference, w, name, g)
 	}
 }
 

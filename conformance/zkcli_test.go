@@ -55,13 +55,17 @@ func cliEvent(typ, path string) *regexp.Regexp {
 	return cliLine("WatchedEvent state:SyncConnected type:%s path:%s", typ, path)
 }
 
-// TestZkCli drives each target with ZooKeeper's own CLI: an interactive
-// session creates ephemeral sequential nodes, lists, stats and watches
-// them while one-shot invocations change them from other sessions.
+// TestZkCli drives each target with ZooKeeper's own CLI: interactive
+// session A creates ephemeral sequential nodes, lists, stats and watches
+// them while session C changes them and watches A's nodes go when A quits;
+// a one-shot invocation checks the tree is back to a fresh server's.
 func TestZkCli(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, addr string, l *ledger) {
 		a := startConsole(t, "zkCli A", zkCli(t, "-server", addr))
 		a.expect(cliConnected, commandTimeout)
+		// C connects second, so both servers number the sessions' zxids alike.
+		c := startConsole(t, "zkCli C", zkCli(t, "-server", addr))
+		c.expect(cliConnected, commandTimeout)
 
 		a.send("create /zkcli parent")
 		a.expect(cliLine("Created /zkcli"), eventTimeout)
@@ -93,6 +97,18 @@ func TestZkCli(t *testing.T) {
 		if owner == "0x0" || !strings.HasPrefix(owner, "0x") {
 			t.Errorf("ephemeralOwner of %s = %q, want the session id in hex", first, owner)
 		}
+		record := func(what string, st map[string]string) {
+			who := "other session"
+			switch st["ephemeralOwner"] {
+			case owner:
+				who = "A"
+			case "0x0":
+				who = "none"
+			}
+			l.record("%s: cZxid=%s mZxid=%s pZxid=%s cversion=%s dataVersion=%s aclVersion=%s dataLength=%s numChildren=%s owner=%s",
+				what, st["cZxid"], st["mZxid"], st["pZxid"], st["cversion"], st["dataVersion"], st["aclVersion"], st["dataLength"], st["numChildren"], who)
+		}
+		record("stat "+first, st)
 		if st["cZxid"] != st["mZxid"] || st["cZxid"] != st["pZxid"] {
 			t.Errorf("new node %s: cZxid %s, mZxid %s, pZxid %s; want all equal", first, st["cZxid"], st["mZxid"], st["pZxid"])
 		}
@@ -103,7 +119,9 @@ func TestZkCli(t *testing.T) {
 			t.Errorf("cZxid of %s = %s, want %s + 1", second, st2["cZxid"], st["cZxid"])
 		}
 		a.send("stat /zkcli")
-		wantStat(t, "stat /zkcli", cliStat(t, a), map[string]string{"numChildren": "2", "cversion": "2", "dataLength": "6"})
+		pst := cliStat(t, a)
+		record("stat /zkcli", pst)
+		wantStat(t, "stat /zkcli", pst, map[string]string{"numChildren": "2", "cversion": "2", "dataLength": "6"})
 
 		// Errors come back as codes and zkCli words them itself.
 		for cmd, want := range map[string]string{
@@ -123,13 +141,14 @@ func TestZkCli(t *testing.T) {
 		// A data watch set by get -w fires when another session sets.
 		a.send("get -w " + first)
 		a.expect(cliLine("data"), eventTimeout)
-		runCommand(t, "zkCli set", zkCli(t, "-server", addr, "set", first, "changed"))
+		c.send("set " + first + " changed")
 		a.expect(cliWatcher, eventTimeout)
 		a.expect(cliEvent("NodeDataChanged", first), eventTimeout)
 
 		a.send("get -s " + first)
 		a.expect(cliLine("changed"), eventTimeout)
 		st3 := cliStat(t, a)
+		record("get -s "+first, st3)
 		wantStat(t, "get -s "+first, st3, map[string]string{"dataVersion": "1", "dataLength": "7", "cZxid": st["cZxid"]})
 		if hexZxid(t, st3["mZxid"]) <= hexZxid(t, st3["cZxid"]) {
 			t.Errorf("after set: mZxid %s, want > cZxid %s", st3["mZxid"], st3["cZxid"])
@@ -144,14 +163,13 @@ func TestZkCli(t *testing.T) {
 		a.send("stat " + first)
 		a.expect(cliLine("Node does not exist: %s", first), eventTimeout)
 
-		// A second interactive session watches A's remaining ephemeral node
-		// and sees it go when A quits.
-		c := startConsole(t, "zkCli C", zkCli(t, "-server", addr))
-		c.expect(cliConnected, commandTimeout)
+		// C watches A's remaining ephemeral node and sees it go when A quits.
 		c.send("create -e /zkcli/c-owned")
 		c.expect(cliLine("Created /zkcli/c-owned"), eventTimeout)
 		c.send("stat /zkcli/c-owned")
-		if other := cliStat(t, c)["ephemeralOwner"]; other == owner || other == "0x0" {
+		cst := cliStat(t, c)
+		record("stat /zkcli/c-owned", cst)
+		if other := cst["ephemeralOwner"]; other == owner || other == "0x0" {
 			t.Errorf("ephemeralOwner of C's node = %q, want a session id other than A's %q", other, owner)
 		}
 		c.send("ls -w /zkcli")
@@ -169,12 +187,22 @@ func TestZkCli(t *testing.T) {
 		if got := cliChildren(c); !slices.Equal(got, []string{"c-owned"}) {
 			t.Errorf("ls /zkcli after A quit = %v, want [c-owned]", got)
 		}
+		// pZxid is the zxid of A's closeSession, which deleted its node.
+		c.send("stat /zkcli")
+		record("stat /zkcli after A quit", cliStat(t, c))
 		c.send("delete /zkcli/c-owned")
 		c.send("delete /zkcli")
 		c.send("stat /zkcli")
 		c.expect(cliLine("Node does not exist: /zkcli"), eventTimeout)
 		c.send("quit")
 		c.waitExit(commandTimeout)
+
+		// One command per invocation, as scripts use zkCli: the tree is
+		// back to a fresh server's.
+		out := runCommand(t, "zkCli ls /", zkCli(t, "-server", addr, "ls", "/"))
+		if !slices.Contains(strings.Split(out, "\n"), "[zookeeper]") {
+			t.Errorf("zkCli ls / printed no [zookeeper] line:\n%s", out)
+		}
 	})
 }
 

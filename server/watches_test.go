@@ -57,7 +57,7 @@ func TestSetWatchesAfterReconnect(t *testing.T) {
 		ChildWatches: []string{},
 	})
 	want := map[string]wire.EventType{"/changed": wire.EventNodeDataChanged, "/gone": wire.EventNodeDeleted, "/born": wire.EventNodeCreated}
-	for range want {
+	for range len(want) {
 		ev := readEvent(t, second)
 		if want[ev.Path] != ev.Type {
 			t.Fatalf("event %+v not among %v", ev, want)
