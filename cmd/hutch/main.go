@@ -62,11 +62,13 @@ func run(args []string) error {
 		ContainerCheckInterval: *containerCheck,
 		Logger:                 logger,
 	})
+	// Listen for signals before serving, so one sent as soon as the server
+	// reports it is up still shuts it down cleanly.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	if err := srv.Start(); err != nil {
 		return err
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	got := <-sig
 	logger.Info("shutting down", "signal", got.String())
 	done := make(chan error, 1)
