@@ -29,9 +29,11 @@ func (s *Server) applyCommittedLocked(p *proposal) {
 	s.stats.txns.Add(1)
 	if len(res.Events) > 0 {
 		s.watchMu.Lock()
-		for _, ev := range res.Events {
-			s.watches.Trigger(ev.Type, ev.Path, s.deliverEvent)
+		for i := range res.Events {
+			s.firing = &res.Events[i]
+			s.watches.Trigger(s.firing.Type, s.firing.Path, s.deliver)
 		}
+		s.firing = nil
 		s.watchMu.Unlock()
 	}
 	if p.applied != nil {
@@ -41,12 +43,14 @@ func (s *Server) applyCommittedLocked(p *proposal) {
 
 // deliverEvent queues a watch notification on the connection that set the
 // watch. Watches are keyed by connection id, as ZooKeeper keys them by
-// connection, so a dropped connection's watches go with it.
+// connection, so a dropped connection's watches go with it. As in ZooKeeper,
+// a connection without READ on the node (the parent, for a child event) is
+// not told: the one-shot watch is spent all the same.
 func (s *Server) deliverEvent(connID int64, ev wire.WatcherEvent) {
 	s.connsMu.Lock()
 	c := s.conns[connID]
 	s.connsMu.Unlock()
-	if c == nil {
+	if c == nil || !s.firing.Readable(c.identities()) {
 		return
 	}
 	c.out.send(wire.ReplyHeader{Xid: wire.XidNotification, Zxid: -1}, &ev)

@@ -2,6 +2,8 @@ package server
 
 import (
 	"net"
+	"sort"
+	"unicode/utf16"
 
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/wire"
@@ -36,16 +38,44 @@ func (c *conn) authenticate(h wire.RequestHeader) bool {
 		c.reply(h.Xid, 0, errAuthFailed, nil)
 		return false
 	}
-	auth := make([]wire.ID, 0, len(c.auth)+len(added))
-	auth = append(auth, c.auth...)
+	current := c.identities()
+	auth := make([]wire.ID, 0, len(current)+len(added))
+	auth = append(auth, current...)
 	for _, id := range added {
 		if !containsID(auth, id) {
 			auth = append(auth, id)
 		}
 	}
-	c.auth = auth
+	javaSetOrder(auth)
+	c.auth.Store(&auth)
 	c.reply(h.Xid, 0, nil, nil)
 	return true
+}
+
+// javaSetOrder puts identities in the order ZooKeeper iterates them: its
+// connection keeps them in a ConcurrentHashMap-backed set, so the order is
+// that of hash buckets, insertion order within one. The order shows in ACLs
+// built from the "auth" scheme and in whoAmI.
+func javaSetOrder(ids []wire.ID) {
+	size := 16 // ConcurrentHashMap's default table, doubled past 3/4 full
+	for len(ids) > size*3/4 {
+		size *= 2
+	}
+	bucket := func(id wire.ID) int32 {
+		h := 37*(37*17+javaStringHash(id.Scheme)) + javaStringHash(id.ID) // jute Id.hashCode
+		spread := (h ^ int32(uint32(h)>>16)) & 0x7fffffff
+		return spread & int32(size-1)
+	}
+	sort.SliceStable(ids, func(i, j int) bool { return bucket(ids[i]) < bucket(ids[j]) })
+}
+
+// javaStringHash is Java's String.hashCode over UTF-16 code units.
+func javaStringHash(s string) int32 {
+	var h int32
+	for _, u := range utf16.Encode([]rune(s)) {
+		h = 31*h + int32(u)
+	}
+	return h
 }
 
 func containsID(ids []wire.ID, id wire.ID) bool {

@@ -22,9 +22,10 @@ type conn struct {
 
 	sessionID atomic.Int64
 	// auth lists the identities added to this connection. Only the reader
-	// goroutine changes it, and only by replacing the slice, so transactions
-	// in flight may keep the slice they were given.
-	auth []wire.ID
+	// goroutine changes it, and only by swapping in a new slice, so
+	// transactions in flight and the applier (which filters watch events by
+	// it) may keep the slice they loaded.
+	auth atomic.Pointer[[]wire.ID]
 	// lastWrite is the newest write this connection proposed; a read waits for
 	// it so that it sees this session's own writes.
 	lastWrite *proposal
@@ -32,15 +33,19 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn, id int64, ip string) *conn {
-	return &conn{
-		srv:  s,
-		nc:   nc,
-		id:   id,
-		ip:   ip,
-		out:  newOutbound(),
-		auth: []wire.ID{{Scheme: "ip", ID: ip}},
+	c := &conn{
+		srv: s,
+		nc:  nc,
+		id:  id,
+		ip:  ip,
+		out: newOutbound(),
 	}
+	c.auth.Store(&[]wire.ID{{Scheme: "ip", ID: ip}})
+	return c
 }
+
+// identities returns the connection's current auth identities.
+func (c *conn) identities() []wire.ID { return *c.auth.Load() }
 
 // serve runs the connection until it closes: the handshake, then requests.
 func (c *conn) serve() {

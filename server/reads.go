@@ -31,7 +31,7 @@ func (c *conn) read(h wire.RequestHeader) bool {
 		switch h.Type {
 		case wire.OpGetACL:
 			var resp wire.GetACLResponse
-			resp.ACL, resp.Stat, err = s.tree.GetACL(r.Path, c.auth)
+			resp.ACL, resp.Stat, err = s.tree.GetACL(r.Path, c.identities())
 			body = &resp
 		case wire.OpSync:
 			// Single node: every earlier write of this session has applied
@@ -43,7 +43,7 @@ func (c *conn) read(h wire.RequestHeader) bool {
 			body = &resp
 		case wire.OpGetAllChildrenNumber:
 			var resp wire.GetAllChildrenNumberResponse
-			resp.Total, err = s.tree.AllChildrenNumber(r.Path, c.auth)
+			resp.Total, err = s.tree.AllChildrenNumber(r.Path, c.identities())
 			body = &resp
 		}
 		c.reply(h.Xid, s.tree.LastZxid(), err, body)
@@ -79,8 +79,8 @@ func (c *conn) read(h wire.RequestHeader) bool {
 		c.reply(h.Xid, s.tree.LastZxid(), nil, &wire.ErrorResult{Err: wire.CodeOK})
 		s.treeMu.RUnlock()
 	case wire.OpWhoAmI:
-		resp := wire.WhoAmIResponse{Infos: make([]wire.ClientInfo, 0, len(c.auth))}
-		for _, id := range c.auth {
+		resp := wire.WhoAmIResponse{Infos: make([]wire.ClientInfo, 0, len(c.identities()))}
+		for _, id := range c.identities() {
 			resp.Infos = append(resp.Infos, wire.ClientInfo{AuthScheme: id.Scheme, User: id.ID})
 		}
 		c.reply(h.Xid, c.lastZxid(), nil, &resp)
@@ -106,7 +106,7 @@ func (c *conn) readPath(op wire.OpCode, r *wire.PathWatchRequest) (encodable, er
 		}
 		return &wire.StatResponse{Stat: stat}, nil
 	case wire.OpGetData:
-		data, stat, err := s.tree.GetData(r.Path, c.auth)
+		data, stat, err := s.tree.GetData(r.Path, c.identities())
 		if err != nil {
 			return nil, err
 		}
@@ -115,7 +115,7 @@ func (c *conn) readPath(op wire.OpCode, r *wire.PathWatchRequest) (encodable, er
 		}
 		return &wire.GetDataResponse{Data: data, Stat: stat}, nil
 	default:
-		children, stat, err := s.tree.GetChildren(r.Path, c.auth)
+		children, stat, err := s.tree.GetChildren(r.Path, c.identities())
 		if err != nil {
 			return nil, err
 		}

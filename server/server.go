@@ -14,6 +14,7 @@ import (
 	"github.com/hutchzk/hutch/session"
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/watch"
+	"github.com/hutchzk/hutch/wire"
 )
 
 // Stats are the server's running counters; metrics read them.
@@ -53,6 +54,10 @@ type Server struct {
 	// watchMu guards watches. Taken after treeMu, never before.
 	watchMu sync.Mutex
 	watches *watch.Manager
+	// firing is the event whose watches are being triggered; set and read
+	// only by the applier under treeMu. deliver is deliverEvent, bound once.
+	firing  *tree.Event
+	deliver func(connID int64, ev wire.WatcherEvent)
 
 	// connsMu guards conns, sessionConns, perIP and nextConnID. Taken after
 	// treeMu and watchMu.
@@ -91,6 +96,7 @@ func New(cfg Config) *Server {
 		tracker:      session.NewTracker(cfg.TickTime),
 		ids:          session.NewIDGenerator(cfg.ServerID, cfg.Clock.Now()),
 	}
+	s.deliver = s.deliverEvent
 	s.commit = newLocalCommitter(s)
 	return s
 }

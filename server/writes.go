@@ -72,7 +72,7 @@ func (c *conn) decodeMulti(h wire.RequestHeader) (*tree.MultiRequest, bool) {
 // session pipeline, and the reply is queued when the write applies.
 func (c *conn) propose(h wire.RequestHeader, req any) bool {
 	p := &proposal{
-		txn:     tree.Txn{Session: c.sessionID.Load(), Auth: c.auth, Op: h.Type, Req: req},
+		txn:     tree.Txn{Session: c.sessionID.Load(), Auth: c.identities(), Op: h.Type, Req: req},
 		conn:    c,
 		xid:     h.Xid,
 		applied: replyWrite,
@@ -120,7 +120,13 @@ func (m *multiResponse) Encode(e *wire.Encoder) {
 			(&wire.ErrorResult{Err: code}).Encode(e)
 			continue
 		}
-		(&wire.MultiHeader{Type: r.Op}).Encode(e)
+		// A create result that carries a Stat says create2 whatever created
+		// the node (ZooKeeper's CreateResult(path, stat)).
+		typ := r.Op
+		if typ == wire.OpCreateContainer || typ == wire.OpCreateTTL {
+			typ = wire.OpCreate2
+		}
+		(&wire.MultiHeader{Type: typ}).Encode(e)
 		switch r.Op {
 		case wire.OpCreate:
 			if cr, ok := r.Resp.(*wire.Create2Response); ok {

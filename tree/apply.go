@@ -36,6 +36,16 @@ type CreateSession struct {
 type Event struct {
 	Type wire.EventType
 	Path string
+	// ACL decides who may hear of the event: the node's own ACL, or the
+	// parent's for NodeChildrenChanged. ZooKeeper drops a notification for a
+	// watcher without READ on it.
+	ACL []wire.ACL
+}
+
+// Readable reports whether a connection with these identities may receive
+// the event.
+func (e *Event) Readable(auth []wire.ID) bool {
+	return checkACL(e.ACL, wire.PermRead, auth) == nil
 }
 
 // Result is the outcome of Apply.
@@ -275,8 +285,8 @@ func (t *Tree) create(c *ctx, op wire.OpCode, path string, data []byte, acl []wi
 	}
 	t.addNode(path, parent, name, n)
 	c.events = append(c.events,
-		Event{wire.EventNodeCreated, path},
-		Event{wire.EventNodeChildrenChanged, eventPath(parentPath)})
+		Event{wire.EventNodeCreated, path, n.acl},
+		Event{wire.EventNodeChildrenChanged, eventPath(parentPath), parent.acl})
 	return &wire.Create2Response{Path: path, Stat: n.stat()}, nil
 }
 
@@ -326,8 +336,8 @@ func (t *Tree) deleteNode(c *ctx, path, parentPath string, parent *node, name st
 	t.rehash(parentPath, parent, false)
 	t.removeNode(path, parent, name, n)
 	c.events = append(c.events,
-		Event{wire.EventNodeDeleted, path},
-		Event{wire.EventNodeChildrenChanged, eventPath(parentPath)})
+		Event{wire.EventNodeDeleted, path, n.acl},
+		Event{wire.EventNodeChildrenChanged, eventPath(parentPath), parent.acl})
 }
 
 // setData: path valid → node exists → WRITE → version.
@@ -351,7 +361,7 @@ func (t *Tree) setData(c *ctx, path string, data []byte, version int32) (*wire.S
 	n.st.mtime = c.time
 	n.st.mzxid = c.zxid
 	t.rehash(path, n, true)
-	c.events = append(c.events, Event{wire.EventNodeDataChanged, path})
+	c.events = append(c.events, Event{wire.EventNodeDataChanged, path, n.acl})
 	return &wire.StatResponse{Stat: n.stat()}, nil
 }
 

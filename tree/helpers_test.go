@@ -173,3 +173,15 @@ func checkInvariants(tb testing.TB, tr *Tree) {
 	}
 	_ = count
 }
+
+// withoutACL drops the ACL from events, for tests about which events fire.
+func withoutACL(evs []Event) []Event {
+	if evs == nil {
+		return nil
+	}
+	out := make([]Event, len(evs))
+	for i, e := range evs {
+		out[i] = Event{Type: e.Type, Path: e.Path}
+	}
+	return out
+}

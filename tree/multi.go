@@ -32,6 +32,9 @@ func normalizeMultiOp(op MultiOp) (MultiOp, bool) {
 		if !ok || m.ttl {
 			return op, false
 		}
+		// Op.create rebuilds the op from its flags: create2 becomes a plain
+		// create, whose result carries the path and no Stat.
+		op.Op = wire.OpCreate
 		if m.container {
 			op.Op = wire.OpCreateContainer
 		}

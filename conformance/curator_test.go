@@ -1,0 +1,204 @@
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hutchzk/hutch/internal/realzk"
+	"github.com/hutchzk/hutch/server"
+)
+
+// curatorSource is the Java program TestCurator compiles and runs.
+const curatorSource = "testdata/curator/CuratorCheck.java"
+
+// curatorJars is CuratorCheck's classpath in Debian's /usr/share/java. Their
+// manifests' Class-Path entries bring in the rest (guava, jute, netty,
+// slf4j-api); slf4j-simple sends Curator's warnings to stderr, which the
+// test shows only when it fails.
+var curatorJars = []string{
+	"curator-recipes.jar", "curator-framework.jar", "curator-client.jar",
+	"zookeeper.jar", "slf4j-simple.jar",
+}
+
+// curatorContainerInterval is how often both servers look for empty
+// containers during TestCurator. ZooKeeper's default is a minute, far too
+// long for a test that waits for container parents to disappear.
+const curatorContainerInterval = 100 * time.Millisecond
+
+// curatorRunTimeout bounds one JVM running every scenario; each scenario
+// has its own, shorter, limit inside CuratorCheck.
+const curatorRunTimeout = 4 * time.Minute
+
+// curatorResult is what CuratorCheck printed for one scenario: key → value.
+type curatorResult map[string]string
+
+// TestCurator runs Apache Curator's recipes (Debian's Curator 5.4) against
+// each target: locks, semaphores, leader election with failover, shared
+// counters, container parents and protected creates. One JVM per target
+// runs every scenario; each scenario is a subtest checking what it printed.
+func TestCurator(t *testing.T) {
+	classes := compileCurator(t)
+	forEachCuratorTarget(t, func(t *testing.T, addr string) {
+		results := runCurator(t, classes, addr)
+		for _, sc := range curatorScenarios {
+			t.Run(sc.name, func(t *testing.T) {
+				r, ok := results[sc.name]
+				switch {
+				case !ok:
+					t.Fatalf("CuratorCheck printed nothing for %s", sc.name)
+				case r["error"] != "":
+					t.Fatalf("%s failed in Java: %s", sc.name, r["error"])
+				case r["done"] != "true":
+					t.Fatalf("%s did not finish: %v", sc.name, r)
+				}
+				t.Logf("ran in %sms", r["elapsed_ms"])
+				sc.check(t, r)
+			})
+		}
+	})
+}
+
+// curatorStarts overrides how targets(t) starts a target for TestCurator:
+// every server removes empty containers each curatorContainerInterval and
+// takes unlimited connections from loopback (realzk gives ZooKeeper
+// maxClientCnxns=0). ZooKeeper also skips fsync: the stock scenario writes
+// thousands of times and durability is not what is checked here.
+var curatorStarts = map[string]func(tb testing.TB) string{
+	"zookeeper": func(tb testing.TB) string {
+		return realzk.Start(tb,
+			realzk.SystemProperty("znode.container.checkIntervalMs", strconv.FormatInt(curatorContainerInterval.Milliseconds(), 10)),
+			realzk.SystemProperty("zookeeper.forceSync", "no"),
+		).Addr
+	},
+	"hutch": startCuratorHutch,
+	"hutch-binary": func(tb testing.TB) string {
+		return realzk.StartHutchBinary(tb, realzk.BuildHutch(tb),
+			"--max-client-conns", "0",
+			"--container-check-interval", curatorContainerInterval.String()).Addr
+	},
+}
+
+// forEachCuratorTarget is forEachTarget with the targets started by
+// curatorStarts when it knows them.
+func forEachCuratorTarget(t *testing.T, check func(t *testing.T, addr string)) {
+	t.Helper()
+	for _, tg := range targets(t) {
+		start := tg.start
+		if s, ok := curatorStarts[tg.name]; ok {
+			start = s
+		}
+		t.Run(tg.name, func(t *testing.T) {
+			check(t, start(t))
+		})
+	}
+}
+
+// startCuratorHutch is startHutch with curatorStarts' settings and
+// info-level logs (the stock scenario sends thousands of requests).
+func startCuratorHutch(tb testing.TB) string {
+	tb.Helper()
+	logs := newLogBuffer()
+	srv := server.New(server.Config{
+		ListenAddr:             "127.0.0.1:0",
+		ContainerCheckInterval: curatorContainerInterval,
+		MaxClientConnsPerIP:    -1,
+		Logger:                 slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	})
+	if err := srv.Start(); err != nil {
+		tb.Fatalf("start hutch: %v", err)
+	}
+	dumpOnFailure(tb, "hutch log", logs) // registered first so it runs after Close
+	tb.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			tb.Errorf("close hutch: %v", err)
+		}
+	})
+	return srv.Addr().String()
+}
+
+// curatorClasspath returns the jars CuratorCheck needs, or skips the test
+// (fails it under CI) when java, javac or a jar is missing.
+func curatorClasspath(tb testing.TB) []string {
+	tb.Helper()
+	for _, tool := range []string{"java", "javac"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			realzk.Unavailable(tb, tool+" (Debian's default-jdk-headless)")
+		}
+	}
+	cp := make([]string, len(curatorJars))
+	for i, jar := range curatorJars {
+		cp[i] = filepath.Join(realzk.JavaDir, jar)
+		if _, err := os.Stat(cp[i]); err != nil {
+			realzk.Unavailable(tb, cp[i]+" (Debian's libcurator-*-java, libzookeeper-java, libslf4j-java)")
+		}
+	}
+	return cp
+}
+
+// compileCurator compiles CuratorCheck once for TestCurator, into a
+// directory removed when the test ends, and returns the classpath that runs
+// it. Both targets share the one compile.
+func compileCurator(t *testing.T) string {
+	t.Helper()
+	cp := curatorClasspath(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "javac", "-nowarn", "-encoding", "UTF-8",
+		"-cp", strings.Join(cp, ":"), "-d", dir, curatorSource).CombinedOutput()
+	if err != nil {
+		t.Fatalf("javac %s: %v\n%s", curatorSource, err, out)
+	}
+	return strings.Join(append([]string{dir}, cp...), ":")
+}
+
+// runCurator runs CuratorCheck against addr and returns its results by
+// scenario. Curator's own logs (stderr) are shown if the test fails.
+func runCurator(t *testing.T, classpath, addr string) map[string]curatorResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), curatorRunTimeout)
+	defer cancel()
+	args := append(strings.Fields(clientJVMFlags),
+		"-Djava.net.preferIPv4Stack=true",
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+		// It warns of every socket the server closes after closeSession.
+		"-Dorg.slf4j.simpleLogger.log.org.apache.zookeeper.ClientCnxn=error",
+		"-cp", classpath, "CuratorCheck", addr)
+	cmd := exec.CommandContext(ctx, "java", args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	var stdout bytes.Buffer
+	stderr := newLogBuffer()
+	dumpOnFailure(t, "CuratorCheck stderr", stderr)
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("CuratorCheck after %v: %v\nstdout:\n%s", time.Since(start).Round(time.Millisecond), err, stdout.String())
+	}
+	t.Logf("CuratorCheck ran in %v", time.Since(start).Round(time.Millisecond))
+
+	results := make(map[string]curatorResult)
+	sc := bufio.NewScanner(&stdout)
+	for sc.Scan() {
+		f := strings.SplitN(sc.Text(), "\t", 3)
+		if len(f) != 3 {
+			t.Fatalf("CuratorCheck printed %q, want scenario<TAB>key<TAB>value", sc.Text())
+		}
+		if results[f[0]] == nil {
+			results[f[0]] = make(curatorResult)
+		}
+		results[f[0]][f[1]] = f[2]
+	}
+	return results
+}
