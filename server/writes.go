@@ -8,28 +8,34 @@ import (
 // decodeWrite reads the body of a write request into the value its
 // transaction carries.
 func (c *conn) decodeWrite(h wire.RequestHeader) (any, bool) {
-	var req decodable
-	switch h.Type {
-	case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer:
-		req = &wire.CreateRequest{}
-	case wire.OpCreateTTL:
-		req = &wire.CreateTTLRequest{}
-	case wire.OpDelete:
-		req = &wire.DeleteRequest{}
-	case wire.OpSetData:
-		req = &wire.SetDataRequest{}
-	case wire.OpSetACL:
-		req = &wire.SetACLRequest{}
-	case wire.OpCheck:
-		req = &wire.CheckVersionRequest{}
-	case wire.OpMulti:
+	if h.Type == wire.OpMulti {
 		m, ok := c.decodeMulti(h)
 		return m, ok
 	}
+	req := newWriteRequest(h.Type)
 	if !c.decode(h, req) {
 		return nil, false
 	}
 	return req, true
+}
+
+// newWriteRequest returns an empty request body for a write opcode, or nil.
+func newWriteRequest(op wire.OpCode) decodable {
+	switch op {
+	case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer:
+		return &wire.CreateRequest{}
+	case wire.OpCreateTTL:
+		return &wire.CreateTTLRequest{}
+	case wire.OpDelete:
+		return &wire.DeleteRequest{}
+	case wire.OpSetData:
+		return &wire.SetDataRequest{}
+	case wire.OpSetACL:
+		return &wire.SetACLRequest{}
+	case wire.OpCheck:
+		return &wire.CheckVersionRequest{}
+	}
+	return nil
 }
 
 // decodeMulti reads a multi request: op headers and bodies until the done
@@ -44,19 +50,8 @@ func (c *conn) decodeMulti(h wire.RequestHeader) (*tree.MultiRequest, bool) {
 		if mh.Done {
 			return m, true
 		}
-		var req decodable
-		switch mh.Type {
-		case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer:
-			req = &wire.CreateRequest{}
-		case wire.OpCreateTTL:
-			req = &wire.CreateTTLRequest{}
-		case wire.OpDelete:
-			req = &wire.DeleteRequest{}
-		case wire.OpSetData:
-			req = &wire.SetDataRequest{}
-		case wire.OpCheck:
-			req = &wire.CheckVersionRequest{}
-		default:
+		req := newWriteRequest(mh.Type)
+		if req == nil || mh.Type == wire.OpSetACL {
 			// ZooKeeper fails to deserialize such a multi and drops the connection.
 			c.srv.log.Warn("closing connection: invalid op in multi", "op", int32(mh.Type), "session", c.sessionID.Load(), "ip", c.ip)
 			return nil, false
