@@ -188,6 +188,14 @@ func encodeRequest(e *wire.Encoder, op wire.OpCode, req any) error {
 		if r, ok = req.(*wire.ReconfigRequest); ok {
 			r.Encode(e)
 		}
+	case wire.OpPing:
+		var r *Touch
+		if r, ok = req.(*Touch); ok {
+			e.Int32(int32(len(r.Sessions)))
+			for _, id := range r.Sessions {
+				e.Int64(id)
+			}
+		}
 	case wire.OpCreateSession:
 		var r *tree.CreateSession
 		if r, ok = req.(*tree.CreateSession); ok {
@@ -372,6 +380,17 @@ func decodeRequest(op wire.OpCode, body []byte) (any, bool) {
 		r := new(wire.ReconfigRequest)
 		r.Decode(d)
 		req = r
+	case wire.OpPing:
+		r := new(Touch)
+		n := int(d.Int32())
+		if n < 0 || n > d.Remaining()/8 {
+			return nil, false
+		}
+		r.Sessions = make([]int64, n)
+		for i := range r.Sessions {
+			r.Sessions[i] = d.Int64()
+		}
+		req = r
 	case wire.OpCreateSession:
 		r := new(tree.CreateSession)
 		r.ID = d.Int64()
@@ -382,4 +401,11 @@ func decodeRequest(op wire.OpCode, body []byte) (any, bool) {
 		return nil, false
 	}
 	return req, d.Err() == nil && d.Remaining() == 0
+}
+
+// Touch carries sessions a follower's clients were active on (op
+// wire.OpPing), so the leader, which owns expiry, keeps them alive. It
+// changes no state of the tree.
+type Touch struct {
+	Sessions []int64
 }

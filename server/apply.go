@@ -1,6 +1,9 @@
 package server
 
 import (
+	"time"
+
+	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/wire"
 )
 
@@ -26,6 +29,7 @@ func (s *Server) applyBatch(batch []*proposal) {
 // queue its reply. The caller holds treeMu for writing.
 func (s *Server) applyCommittedLocked(p *proposal) {
 	res := s.tree.Apply(&p.txn)
+	p.committed = true
 	s.stats.txns.Add(1)
 	if len(res.Events) > 0 {
 		s.watchMu.Lock()
@@ -38,6 +42,11 @@ func (s *Server) applyCommittedLocked(p *proposal) {
 	}
 	if p.applied != nil {
 		p.applied(p, &res)
+	}
+	// After the reply: closing a session closes its connection once what is
+	// queued, the closeSession reply included, has been written.
+	if res.Err == nil {
+		s.trackSessionsLocked(&p.txn)
 	}
 }
 
@@ -55,4 +64,29 @@ func (s *Server) deliverEvent(connID int64, ev wire.WatcherEvent) {
 	}
 	c.out.send(wire.ReplyHeader{Xid: wire.XidNotification, Zxid: -1}, &ev)
 	s.stats.notifications.Add(1)
+}
+
+// trackSessionsLocked keeps the session tracker in step with the replicated
+// session table, on every node, so whichever node leads can expire any
+// session; a closed session's connection here is closed too.
+func (s *Server) trackSessionsLocked(txn *tree.Txn) {
+	switch txn.Op {
+	case wire.OpCreateSession:
+		if cs, ok := txn.Req.(*tree.CreateSession); ok {
+			s.sessMu.Lock()
+			s.tracker.Add(cs.ID, time.Duration(cs.Timeout)*time.Millisecond, s.cfg.Clock.Now())
+			s.sessMu.Unlock()
+		}
+	case wire.OpCloseSession:
+		s.sessMu.Lock()
+		s.tracker.Remove(txn.Session)
+		s.sessMu.Unlock()
+		s.connsMu.Lock()
+		c := s.sessionConns[txn.Session]
+		delete(s.sessionConns, txn.Session)
+		s.connsMu.Unlock()
+		if c != nil {
+			c.out.finish()
+		}
+	}
 }

@@ -15,7 +15,10 @@ type proposal struct {
 	// applied runs under the tree lock right after the transaction applied and
 	// its watches fired, so a reply queued here follows those notifications.
 	applied func(p *proposal, res *tree.Result)
-	done    chan struct{} // closed after applied ran
+	// committed is set, before done closes, when the write applied; a
+	// proposal given up on (its leader lost) closes done without it.
+	committed bool
+	done      chan struct{} // closed after applied ran, or on giving up
 }
 
 // committer orders proposals and applies them, in one total order, through
@@ -23,6 +26,8 @@ type proposal struct {
 // replicated one commits them through Raft first and runs the same function on
 // every node.
 type committer interface {
+	// open prepares the committer before the server serves clients.
+	open() error
 	// propose hands over a proposal; it reports false once the committer stopped.
 	propose(p *proposal) bool
 	run(ctx context.Context)
@@ -43,6 +48,8 @@ type localCommitter struct {
 func newLocalCommitter(s *Server) *localCommitter {
 	return &localCommitter{s: s, in: make(chan *proposal, 4*maxBatch), stopped: make(chan struct{})}
 }
+
+func (c *localCommitter) open() error { return nil }
 
 func (c *localCommitter) propose(p *proposal) bool {
 	select {

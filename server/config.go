@@ -3,6 +3,8 @@ package server
 import (
 	"log/slog"
 	"time"
+
+	"github.com/hutchzk/hutch/raftstore"
 )
 
 // Clock tells the time. Tests and embedders inject their own.
@@ -46,6 +48,10 @@ type Config struct {
 	Clock Clock
 	// Logger receives structured logs; slog.Default() when nil.
 	Logger *slog.Logger
+	// Raft, when set, replicates every write through a Raft group (see
+	// package raftstore) instead of applying it directly; ServerID then
+	// defaults to the Raft node id.
+	Raft *raftstore.Config
 }
 
 // Defaults as in ZooKeeper 3.8.
@@ -78,6 +84,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ContainerCheckInterval <= 0 {
 		c.ContainerCheckInterval = DefaultContainerCheckInterval
+	}
+	if c.ServerID == 0 && c.Raft != nil {
+		c.ServerID = int64(c.Raft.NodeID)
 	}
 	if c.ServerID == 0 {
 		c.ServerID = 1

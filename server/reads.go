@@ -25,6 +25,12 @@ func (c *conn) read(h wire.RequestHeader) bool {
 		if !c.decode(h, &r) {
 			return false
 		}
+		if h.Type == wire.OpSync {
+			if err := s.syncReplica(); err != nil {
+				s.log.Warn("closing connection: sync could not reach the leader", "session", c.sessionID.Load(), "err", err)
+				return false
+			}
+		}
 		s.treeMu.RLock()
 		var body encodable
 		var err error
@@ -34,8 +40,8 @@ func (c *conn) read(h wire.RequestHeader) bool {
 			resp.ACL, resp.Stat, err = s.tree.GetACL(r.Path, c.identities())
 			body = &resp
 		case wire.OpSync:
-			// Single node: every earlier write of this session has applied
-			// (waitWrites), and there is no leader to catch up with.
+			// Every earlier write of this session has applied (waitWrites);
+			// a Raft follower has also caught up with the leader, above.
 			body = &wire.PathResponse{Path: r.Path}
 		case wire.OpGetEphemerals:
 			var resp wire.GetEphemeralsResponse

@@ -97,12 +97,19 @@ func New(cfg Config) *Server {
 		ids:          session.NewIDGenerator(cfg.ServerID, cfg.Clock.Now()),
 	}
 	s.deliver = s.deliverEvent
-	s.commit = newLocalCommitter(s)
+	if cfg.Raft != nil {
+		s.commit = newRaftCommitter(s, *cfg.Raft)
+	} else {
+		s.commit = newLocalCommitter(s)
+	}
 	return s
 }
 
 // Start listens on the configured address and serves until Close.
 func (s *Server) Start() error {
+	if err := s.commit.open(); err != nil {
+		return fmt.Errorf("open replication: %w", err)
+	}
 	ln, err := net.Listen("tcp", s.cfg.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", s.cfg.ListenAddr, err)

@@ -44,9 +44,9 @@ func (c *conn) createSession(timeout time.Duration) bool {
 		return false
 	}
 	<-p.done
-	s.sessMu.Lock()
-	s.tracker.Add(id, timeout, s.cfg.Clock.Now())
-	s.sessMu.Unlock()
+	if !p.committed {
+		return false
+	}
 	c.attach(id)
 	s.log.Debug("session created", "session", id, "timeout", timeout, "ip", c.ip)
 	c.sendConnectResponse(&wire.ConnectResponse{Timeout: int32(timeout / time.Millisecond), SessionID: id, Passwd: pw})
@@ -106,9 +106,13 @@ func (c *conn) sendConnectResponse(r *wire.ConnectResponse) {
 // touch records activity on the connection's session.
 func (c *conn) touch() bool {
 	s := c.srv
+	id := c.sessionID.Load()
 	s.sessMu.Lock()
-	ok := s.tracker.Touch(c.sessionID.Load(), s.cfg.Clock.Now())
+	ok := s.tracker.Touch(id, s.cfg.Clock.Now())
 	s.sessMu.Unlock()
+	if rc, replicated := s.commit.(*raftCommitter); ok && replicated {
+		rc.noteTouch(id)
+	}
 	return ok
 }
 
@@ -144,6 +148,9 @@ func (s *Server) expiryLoop() {
 // ExpireSessions closes every session whose timeout has run out by the
 // server's clock. The expiry loop calls it; tests with their own clock may too.
 func (s *Server) ExpireSessions() {
+	if !s.isLeader() {
+		return // the leader owns expiry; followers forward touches to it
+	}
 	s.sessMu.Lock()
 	expired := s.tracker.Expired(s.cfg.Clock.Now())
 	s.sessMu.Unlock()
@@ -167,13 +174,6 @@ func (s *Server) closeSession(id int64, origin *conn, xid int32) *proposal {
 		applied: func(p *proposal, res *tree.Result) {
 			if p.conn != nil {
 				p.conn.out.send(wire.ReplyHeader{Xid: p.xid, Zxid: p.txn.Zxid, Err: errCode(res.Err)}, nil)
-			}
-			s.connsMu.Lock()
-			c := s.sessionConns[id]
-			delete(s.sessionConns, id)
-			s.connsMu.Unlock()
-			if c != nil {
-				c.out.finish()
 			}
 		},
 	}

@@ -1,0 +1,177 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/hutchzk/hutch/raftstore"
+)
+
+func freePort(tb testing.TB) int {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startCluster runs n in-process hutch nodes forming one Raft group.
+func startCluster(tb testing.TB, n int, tick time.Duration) []*Server {
+	tb.Helper()
+	peers := make(map[uint64]string, n)
+	for id := uint64(1); id <= uint64(n); id++ {
+		peers[id] = fmt.Sprintf("127.0.0.1:%d", freePort(tb))
+	}
+	nodes := make([]*Server, n)
+	for i := range nodes {
+		id := uint64(i + 1)
+		s := New(Config{
+			ListenAddr:          "127.0.0.1:0",
+			TickTime:            tick,
+			MaxClientConnsPerIP: -1,
+			Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Raft:                &raftstore.Config{NodeID: id, RaftAddr: peers[id], Peers: peers},
+		})
+		if err := s.Start(); err != nil {
+			tb.Fatalf("start node %d: %v", id, err)
+		}
+		tb.Cleanup(func() { _ = s.Close() })
+		nodes[i] = s
+	}
+	waitFor(tb, 20*time.Second, "a leader", func() bool { return leaderOf(nodes) != nil })
+	return nodes
+}
+
+func leaderOf(nodes []*Server) *Server {
+	for _, s := range nodes {
+		if !s.closed.Load() && s.isLeader() {
+			return s
+		}
+	}
+	return nil
+}
+
+func digestOf(s *Server) uint64 {
+	s.treeMu.RLock()
+	defer s.treeMu.RUnlock()
+	return s.tree.Digest()
+}
+
+// TestClusterReplicates: writes through any node are seen on every node
+// after sync, and the trees end byte-identical.
+func TestClusterReplicates(t *testing.T) {
+	nodes := startCluster(t, 3, 200*time.Millisecond)
+	clients := make([]*zk.Conn, len(nodes))
+	for i, s := range nodes {
+		clients[i], _ = dial(t, s.Addr().String(), 10*time.Second)
+	}
+	for i, c := range clients {
+		if _, err := c.Create(fmt.Sprintf("/n%d", i), []byte{byte(i)}, 0, openACL); err != nil {
+			t.Fatalf("create through node %d: %v", i+1, err)
+		}
+		if _, err := c.Create(fmt.Sprintf("/e%d", i), nil, zk.FlagEphemeral, openACL); err != nil {
+			t.Fatalf("ephemeral through node %d: %v", i+1, err)
+		}
+	}
+	for i, c := range clients {
+		if _, err := c.Sync("/"); err != nil {
+			t.Fatalf("sync on node %d: %v", i+1, err)
+		}
+		children, _, err := c.Children("/")
+		if err != nil || len(children) != 7 {
+			t.Fatalf("node %d sees %v (%v), want /zookeeper plus 6 nodes", i+1, children, err)
+		}
+		_, st, err := c.Get("/e2")
+		if err != nil || st.EphemeralOwner != clients[2].SessionID() {
+			t.Fatalf("node %d: /e2 %+v %v", i+1, st, err)
+		}
+	}
+	want := digestOf(nodes[0])
+	for i, s := range nodes[1:] {
+		if d := digestOf(s); d != want {
+			t.Fatalf("node %d digest %x, node 1 %x", i+2, d, want)
+		}
+	}
+}
+
+// TestClusterFollowerSessionStaysAlive: a session whose client talks only
+// to a follower is kept alive by the touches the follower reports, past
+// several timeouts, and expires on the leader once the client goes away.
+func TestClusterFollowerSessionStaysAlive(t *testing.T) {
+	nodes := startCluster(t, 3, 100*time.Millisecond)
+	var follower *Server
+	for _, s := range nodes {
+		if !s.isLeader() {
+			follower = s
+			break
+		}
+	}
+	c, _ := dial(t, follower.Addr().String(), time.Second) // negotiated to 1s
+	if _, err := c.Create("/alive", nil, zk.FlagEphemeral, openACL); err != nil {
+		t.Fatal(err)
+	}
+	leader := leaderOf(nodes)
+	watcher, _ := dial(t, leader.Addr().String(), 2*time.Second)
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		ok, _, err := watcher.Exists("/alive")
+		if err != nil || !ok {
+			t.Fatalf("ephemeral of a live follower session vanished: %v %v", ok, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.Close()
+	waitFor(t, 10*time.Second, "the closed session's ephemeral to go", func() bool {
+		ok, _, err := watcher.Exists("/alive")
+		return err == nil && !ok
+	})
+}
+
+// TestClusterLeaderFailover: with the leader gone, a new one is elected and
+// a client naming every node carries on writing.
+func TestClusterLeaderFailover(t *testing.T) {
+	nodes := startCluster(t, 3, 200*time.Millisecond)
+	addrs := make([]string, len(nodes))
+	for i, s := range nodes {
+		addrs[i] = s.Addr().String()
+	}
+	c, _, err := zk.Connect(addrs, 4*time.Second, zk.WithLogger(discardLogger{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Create("/before", nil, 0, openACL); err != nil {
+		t.Fatal(err)
+	}
+	old := leaderOf(nodes)
+	killed := time.Now()
+	_ = old.Close()
+	waitFor(t, 10*time.Second, "a new leader", func() bool { return leaderOf(nodes) != nil })
+	t.Logf("new leader after %v", time.Since(killed).Round(time.Millisecond))
+	waitFor(t, 30*time.Second, "a write after failover", func() bool {
+		_, err := c.Create("/after", nil, 0, openACL)
+		return err == nil || err == zk.ErrNodeExists
+	})
+	for _, s := range nodes {
+		if s == old {
+			continue
+		}
+		cl, _ := dial(t, s.Addr().String(), 10*time.Second)
+		if _, err := cl.Sync("/"); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"/before", "/after"} {
+			if ok, _, err := cl.Exists(p); err != nil || !ok {
+				t.Fatalf("%s missing on %s: %v", p, s.Addr(), err)
+			}
+		}
+	}
+}

@@ -1,0 +1,328 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/hutchzk/hutch/raftstore"
+	"github.com/hutchzk/hutch/tree"
+	"github.com/hutchzk/hutch/wire"
+)
+
+// raftCommitter replicates writes through a Raft group: proposals are
+// forwarded to the leader in batches, and every node applies the committed
+// log through applyCommittedLocked. The node that took a request from its
+// client finds the waiting proposal by (origin, seq) and sends the reply.
+type raftCommitter struct {
+	s     *Server
+	cfg   raftstore.Config
+	store *raftstore.Store
+	in    chan *proposal
+	// stopped is closed when run returns.
+	stopped chan struct{}
+
+	mu      sync.Mutex // guards pending and nextSeq
+	pending map[uint64]*pendingProposal
+	nextSeq uint64
+
+	touchMu sync.Mutex         // guards touched
+	touched map[int64]struct{} // sessions active here since the last report to the leader
+}
+
+type pendingProposal struct {
+	p     *proposal
+	since time.Time
+}
+
+// proposalTimeout bounds how long a write may wait for its commit before its
+// connection is dropped, as a ZooKeeper client sees connection loss when a
+// leader dies with its request in flight.
+const proposalTimeout = 10 * time.Second
+
+func newRaftCommitter(s *Server, cfg raftstore.Config) *raftCommitter {
+	if cfg.Logger == nil {
+		cfg.Logger = s.log
+	}
+	return &raftCommitter{
+		s:       s,
+		cfg:     cfg,
+		in:      make(chan *proposal, 4*maxBatch),
+		stopped: make(chan struct{}),
+		pending: make(map[uint64]*pendingProposal),
+		touched: make(map[int64]struct{}),
+	}
+}
+
+// noteTouch records client activity on a session for the next report to
+// the leader.
+func (c *raftCommitter) noteTouch(id int64) {
+	c.touchMu.Lock()
+	c.touched[id] = struct{}{}
+	c.touchMu.Unlock()
+}
+
+// reportTouches tells the leader, through the log, which sessions were
+// active here; every node then touches them in its tracker.
+func (c *raftCommitter) reportTouches() {
+	if c.store.IsLeader() {
+		c.touchMu.Lock()
+		clear(c.touched)
+		c.touchMu.Unlock()
+		return
+	}
+	c.touchMu.Lock()
+	ids := make([]int64, 0, len(c.touched))
+	for id := range c.touched {
+		ids = append(ids, id)
+	}
+	clear(c.touched)
+	c.touchMu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	touch := raftstore.Entry{Origin: c.cfg.NodeID, Txn: tree.Txn{Op: wire.OpPing, Req: &raftstore.Touch{Sessions: ids}}}
+	if err := c.store.Forward([]raftstore.Entry{touch}); err != nil {
+		c.s.log.Debug("reporting session activity to the leader failed", "err", err, "sessions", len(ids))
+	}
+}
+
+// open starts the Raft node; Start calls it before serving clients.
+func (c *raftCommitter) open() error {
+	store, err := raftstore.Open(c.cfg, replicaState{c})
+	if err != nil {
+		return err
+	}
+	c.store = store
+	return nil
+}
+
+func (c *raftCommitter) propose(p *proposal) bool {
+	select {
+	case c.in <- p:
+		return true
+	case <-c.stopped:
+		return false
+	}
+}
+
+func (c *raftCommitter) run(ctx context.Context) {
+	defer close(c.stopped)
+	defer c.store.Close()
+	batch := make([]*proposal, 0, maxBatch)
+	entries := make([]raftstore.Entry, 0, maxBatch)
+	sweep := time.NewTicker(time.Second)
+	defer sweep.Stop()
+	// Touches reach the leader twice a tick, well inside any session timeout.
+	touches := time.NewTicker(c.s.cfg.TickTime / 2)
+	defer touches.Stop()
+	leader := c.store.LeaderCh()
+	for {
+		select {
+		case <-ctx.Done():
+			c.failAll()
+			return
+		case <-sweep.C:
+			c.expireStale()
+			continue
+		case <-touches.C:
+			c.reportTouches()
+			continue
+		case isLeader := <-leader:
+			if isLeader {
+				// A new leader gives every session a fresh timeout, as
+				// ZooKeeper does after an election.
+				c.s.sessMu.Lock()
+				c.s.tracker.ResetAll(c.s.cfg.Clock.Now())
+				c.s.sessMu.Unlock()
+				c.s.log.Info("raft leadership gained", "node", c.cfg.NodeID)
+			}
+			continue
+		case p := <-c.in:
+			batch = append(batch[:0], p)
+		}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case p := <-c.in:
+				batch = append(batch, p)
+			default:
+				break drain
+			}
+		}
+		now := c.s.cfg.Clock.Now()
+		entries = entries[:0]
+		c.mu.Lock()
+		for _, p := range batch {
+			c.nextSeq++
+			p.txn.Time = now.UnixMilli()
+			c.pending[c.nextSeq] = &pendingProposal{p: p, since: now}
+			entries = append(entries, raftstore.Entry{Origin: c.cfg.NodeID, Seq: c.nextSeq, Txn: p.txn})
+		}
+		first := c.nextSeq - uint64(len(batch)) + 1
+		c.mu.Unlock()
+		if err := c.store.Forward(entries); err != nil {
+			c.s.log.Warn("forwarding writes failed", "err", err, "writes", len(entries))
+			for seq := first; seq < first+uint64(len(batch)); seq++ {
+				c.fail(seq)
+			}
+		}
+		for i := range batch {
+			batch[i] = nil
+		}
+	}
+}
+
+// take removes and returns the proposal this node made under seq.
+func (c *raftCommitter) take(seq uint64) *proposal {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pp := c.pending[seq]
+	if pp == nil {
+		return nil
+	}
+	delete(c.pending, seq)
+	return pp.p
+}
+
+// fail gives up on a proposal: its connection is dropped, so the client
+// reconnects and learns the outcome by reading, as after connection loss.
+func (c *raftCommitter) fail(seq uint64) {
+	p := c.take(seq)
+	if p == nil {
+		return
+	}
+	if p.conn != nil {
+		p.conn.out.abort()
+	}
+	close(p.done)
+}
+
+func (c *raftCommitter) expireStale() {
+	cutoff := c.s.cfg.Clock.Now().Add(-proposalTimeout)
+	var stale []uint64
+	c.mu.Lock()
+	for seq, pp := range c.pending {
+		if pp.since.Before(cutoff) {
+			stale = append(stale, seq)
+		}
+	}
+	c.mu.Unlock()
+	for _, seq := range stale {
+		c.fail(seq)
+	}
+}
+
+func (c *raftCommitter) failAll() {
+	c.mu.Lock()
+	seqs := make([]uint64, 0, len(c.pending))
+	for seq := range c.pending {
+		seqs = append(seqs, seq)
+	}
+	c.mu.Unlock()
+	for _, seq := range seqs {
+		c.fail(seq)
+	}
+}
+
+// replicaState is the Raft state machine: the server's tree and what hangs
+// off it (watches, replies, session expiry).
+type replicaState struct{ c *raftCommitter }
+
+// ApplyEntries applies one committed batch, in log order, under one
+// acquisition of the tree lock.
+func (r replicaState) ApplyEntries(entries []raftstore.Entry) {
+	s := r.c.s
+	var done []*proposal
+	s.treeMu.Lock()
+	for i := range entries {
+		e := &entries[i]
+		var p *proposal
+		if e.Origin == r.c.cfg.NodeID {
+			p = r.c.take(e.Seq)
+		}
+		if p == nil {
+			p = &proposal{}
+		} else {
+			done = append(done, p)
+		}
+		p.txn = e.Txn
+		if touch, ok := p.txn.Req.(*raftstore.Touch); ok && p.txn.Op == wire.OpPing {
+			now := s.cfg.Clock.Now()
+			s.sessMu.Lock()
+			for _, id := range touch.Sessions {
+				s.tracker.Touch(id, now)
+			}
+			s.sessMu.Unlock()
+			continue
+		}
+		if p.txn.Op == wire.OpSync {
+			// A sync marker changes nothing; it only orders the reply.
+			if p.applied != nil {
+				p.applied(p, &tree.Result{})
+			}
+			continue
+		}
+		p.txn.Zxid = s.tree.LastZxid() + 1
+		s.applyCommittedLocked(p)
+	}
+	s.treeMu.Unlock()
+	for _, p := range done {
+		close(p.done)
+	}
+}
+
+// WriteSnapshot streams the tree under the read lock: writes wait while it
+// runs, but no second copy of the tree is made.
+func (r replicaState) WriteSnapshot(w io.Writer) error {
+	s := r.c.s
+	s.treeMu.RLock()
+	defer s.treeMu.RUnlock()
+	return s.tree.WriteSnapshot(w)
+}
+
+// RestoreSnapshot replaces the tree, and the session tracker with the
+// restored sessions on fresh timeouts.
+func (r replicaState) RestoreSnapshot(rd io.Reader) error {
+	t, err := tree.Restore(rd)
+	if err != nil {
+		return err
+	}
+	s := r.c.s
+	s.treeMu.Lock()
+	s.tree = t
+	now := s.cfg.Clock.Now()
+	s.sessMu.Lock()
+	for _, id := range t.Sessions() {
+		if timeout, _, ok := t.Session(id); ok {
+			s.tracker.Add(id, time.Duration(timeout)*time.Millisecond, now)
+		}
+	}
+	s.sessMu.Unlock()
+	s.treeMu.Unlock()
+	return nil
+}
+
+// syncReplica makes this node catch up with the leader's commit, for sync.
+func (s *Server) syncReplica() error {
+	rc, ok := s.commit.(*raftCommitter)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), proposalTimeout)
+	defer cancel()
+	err := rc.store.WaitApplied(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return tree.ErrSystemError
+	}
+	return err
+}
+
+// isLeader reports whether this node may expire sessions: the single node
+// always, a Raft node only while it leads.
+func (s *Server) isLeader() bool {
+	rc, ok := s.commit.(*raftCommitter)
+	return !ok || rc.store.IsLeader()
+}
