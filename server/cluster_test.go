@@ -175,3 +175,50 @@ func TestClusterLeaderFailover(t *testing.T) {
 		}
 	}
 }
+
+// TestDurableRestart: a node with a data directory comes back with every
+// acknowledged write and the ephemerals of sessions that did not expire.
+func TestDurableRestart(t *testing.T) {
+	dir := t.TempDir()
+	raftAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	open := func() *Server {
+		s := New(Config{
+			ListenAddr: "127.0.0.1:0",
+			Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Raft:       &raftstore.Config{NodeID: 1, RaftAddr: raftAddr, DataDir: dir},
+		})
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 20*time.Second, "leadership", s.isLeader)
+		return s
+	}
+	s := open()
+	c, _ := dial(t, s.Addr().String(), 20*time.Second)
+	acked := 0
+	for i := range 200 {
+		if _, err := c.Create(fmt.Sprintf("/k%03d", i), []byte("v"), 0, openACL); err != nil {
+			t.Fatal(err)
+		}
+		acked++
+	}
+	if _, err := c.Create("/mine", nil, zk.FlagEphemeral, openACL); err != nil {
+		t.Fatal(err)
+	}
+	before := digestOf(s)
+	_ = s.Close()
+
+	s = open()
+	defer s.Close()
+	waitFor(t, 20*time.Second, "the log to replay", func() bool { return digestOf(s) == before })
+	check, _ := dial(t, s.Addr().String(), 20*time.Second)
+	children, _, err := check.Children("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// /zookeeper, the acknowledged nodes and the live session's ephemeral.
+	if len(children) != acked+2 {
+		t.Fatalf("%d children after restart, want %d", len(children), acked+2)
+	}
+	t.Logf("%d acknowledged writes, all present after restart", acked)
+}

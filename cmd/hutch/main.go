@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/server"
 )
 
@@ -35,6 +37,10 @@ func run(args []string) error {
 		superDigest    = fs.String("super-digest", "", "digest user:base64(sha1) whose sessions bypass every ACL")
 		containerCheck = fs.Duration("container-check-interval", server.DefaultContainerCheckInterval, "how often empty containers and expired TTL nodes are removed")
 		logLevel       = fs.String("log-level", "info", "debug, info, warn or error")
+		nodeID         = fs.Uint64("id", 0, "this node's id in a Raft ensemble (with --peers)")
+		raftListen     = fs.String("raft-listen", "", "Raft address of this node (default: its entry in --peers)")
+		peers          = fs.String("peers", "", "static ensemble, e.g. 1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003")
+		dataDir        = fs.String("data-dir", "", "keep the Raft log and snapshots here (default: in memory)")
 	)
 	if err := fs.Parse(args); err != nil {
 		if err == pflag.ErrHelp {
@@ -51,6 +57,13 @@ func run(args []string) error {
 	if conns == 0 {
 		conns = -1 // zoo.cfg's maxClientCnxns=0 means unlimited
 	}
+	replication, err := raftConfig(*nodeID, *raftListen, *peers, *dataDir)
+	if err != nil {
+		return err
+	}
+	if replication != nil {
+		replication.Logger = logger
+	}
 	srv := server.New(server.Config{
 		ListenAddr:             *listen,
 		TickTime:               *tick,
@@ -61,6 +74,7 @@ func run(args []string) error {
 		SuperDigest:            *superDigest,
 		ContainerCheckInterval: *containerCheck,
 		Logger:                 logger,
+		Raft:                   replication,
 	})
 	// Listen for signals before serving, so one sent as soon as the server
 	// reports it is up still shuts it down cleanly.
@@ -79,4 +93,40 @@ func run(args []string) error {
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("shutdown timed out")
 	}
+}
+
+// raftConfig turns the ensemble flags into a Raft configuration, or nil for
+// the default single in-memory node without Raft.
+func raftConfig(id uint64, listen, peers, dataDir string) (*raftstore.Config, error) {
+	if peers == "" && dataDir == "" && id == 0 && listen == "" {
+		return nil, nil
+	}
+	members := map[uint64]string{}
+	for _, part := range strings.Split(peers, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		k, addr, ok := strings.Cut(part, "=")
+		n, err := strconv.ParseUint(k, 10, 64)
+		if !ok || err != nil || n == 0 || addr == "" {
+			return nil, fmt.Errorf("--peers: %q is not id=host:port", part)
+		}
+		members[n] = addr
+	}
+	if id == 0 {
+		if len(members) > 0 {
+			return nil, fmt.Errorf("--peers needs --id")
+		}
+		id = 1
+	}
+	if listen == "" {
+		listen = members[id]
+	}
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	if len(members) > 0 && members[id] == "" {
+		return nil, fmt.Errorf("--id %d is not in --peers", id)
+	}
+	return &raftstore.Config{NodeID: id, RaftAddr: listen, Peers: members, DataDir: dataDir}, nil
 }

@@ -13,7 +13,10 @@ import (
 )
 
 func TestRunRejectsBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"--no-such-flag"}, {"--log-level", "loud"}, {"--tick-time", "soon"}} {
+	for _, args := range [][]string{
+		{"--no-such-flag"}, {"--log-level", "loud"}, {"--tick-time", "soon"},
+		{"--peers", "1=127.0.0.1:7001"}, {"--peers", "x=y"}, {"--id", "4", "--peers", "1=127.0.0.1:7001"},
+	} {
 		if err := run(args); err == nil {
 			t.Errorf("run(%q) accepted bad flags", args)
 		}
@@ -78,5 +81,18 @@ func TestSignalShutdown(t *testing.T) {
 	}
 	if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		t.Error("listener still accepting after shutdown")
+	}
+}
+
+func TestRaftConfig(t *testing.T) {
+	if c, err := raftConfig(0, "", "", ""); c != nil || err != nil {
+		t.Fatalf("no flags: %+v %v, want plain single node", c, err)
+	}
+	c, err := raftConfig(2, "", "1=127.0.0.1:7001, 2=127.0.0.1:7002,3=127.0.0.1:7003", "/d")
+	if err != nil || c.NodeID != 2 || c.RaftAddr != "127.0.0.1:7002" || len(c.Peers) != 3 || c.DataDir != "/d" {
+		t.Fatalf("got %+v %v", c, err)
+	}
+	if c, err = raftConfig(0, "", "", "/d"); err != nil || c.NodeID != 1 || len(c.Peers) != 0 {
+		t.Fatalf("--data-dir alone: %+v %v, want a durable single voter", c, err)
 	}
 }
