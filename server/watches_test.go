@@ -129,3 +129,49 @@ func TestPersistentRecursiveWatch(t *testing.T) {
 		t.Fatalf("after removal got %+v, want only the ping reply", h)
 	}
 }
+
+// TestWhoAmIAndEphemerals: whoAmI lists the connection's identities, and
+// getEphemerals the session's own ephemerals under a prefix.
+func TestWhoAmIAndEphemerals(t *testing.T) {
+	s := startServer(t, Config{})
+	r := dialRaw(t, s.Addr().String())
+	r.handshake(10000, 0, nil)
+	r.send(wire.XidAuth, wire.OpAuth, &wire.AuthPacket{Scheme: "digest", Auth: []byte("alice:pw")})
+	if h, _ := r.reply(); h.Err != wire.CodeOK {
+		t.Fatalf("auth: %v", h.Err)
+	}
+	r.send(1, wire.OpWhoAmI, nil)
+	h, d := r.reply()
+	var who wire.WhoAmIResponse
+	who.Decode(d)
+	got := map[string]string{}
+	for _, ci := range who.Infos {
+		got[ci.AuthScheme] = ci.User
+	}
+	if h.Err != wire.CodeOK || got["ip"] != "127.0.0.1" || got["digest"] == "" || len(got) != 2 {
+		t.Fatalf("whoAmI %+v %v", who, h.Err)
+	}
+	acl := []wire.ACL{{Perms: wire.PermAll, ID: wire.ID{Scheme: "world", ID: "anyone"}}}
+	for i, p := range []string{"/app", "/app/e1", "/other"} {
+		flags := wire.ModeEphemeral
+		if i == 0 {
+			flags = wire.ModePersistent
+		}
+		r.send(int32(2+i), wire.OpCreate, &wire.CreateRequest{Path: p, ACL: acl, Flags: flags})
+		if h, _ := r.reply(); h.Err != wire.CodeOK {
+			t.Fatalf("create %s: %v", p, h.Err)
+		}
+	}
+	for _, tt := range []struct {
+		prefix string
+		want   int
+	}{{"/", 2}, {"/app", 1}, {"/nothing", 0}} {
+		r.send(9, wire.OpGetEphemerals, &wire.PathRequest{Path: tt.prefix})
+		h, d := r.reply()
+		var eph wire.GetEphemeralsResponse
+		eph.Decode(d)
+		if h.Err != wire.CodeOK || len(eph.Paths) != tt.want {
+			t.Fatalf("getEphemerals %q: %v %v, want %d paths", tt.prefix, eph.Paths, h.Err, tt.want)
+		}
+	}
+}
