@@ -4,18 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hutchzk/hutch/internal/realzk"
-	"github.com/hutchzk/hutch/server"
 )
 
 // curatorSource is the Java program TestCurator compiles and runs.
@@ -30,11 +27,6 @@ var curatorJars = []string{
 	"zookeeper.jar", "slf4j-simple.jar",
 }
 
-// curatorContainerInterval is how often both servers look for empty
-// containers during TestCurator. ZooKeeper's default is a minute, far too
-// long for a test that waits for container parents to disappear.
-const curatorContainerInterval = 100 * time.Millisecond
-
 // curatorRunTimeout bounds one JVM running every scenario; each scenario
 // has its own, shorter, limit inside CuratorCheck.
 const curatorRunTimeout = 4 * time.Minute
@@ -48,7 +40,7 @@ type curatorResult map[string]string
 // runs every scenario; each scenario is a subtest checking what it printed.
 func TestCurator(t *testing.T) {
 	classes := compileCurator(t)
-	forEachCuratorTarget(t, func(t *testing.T, addr string) {
+	forEachBusyTarget(t, func(t *testing.T, _, addr string) {
 		results := runCurator(t, classes, addr)
 		for _, sc := range curatorScenarios {
 			t.Run(sc.name, func(t *testing.T) {
@@ -66,64 +58,6 @@ func TestCurator(t *testing.T) {
 			})
 		}
 	})
-}
-
-// curatorStarts overrides how targets(t) starts a target for TestCurator:
-// every server removes empty containers each curatorContainerInterval and
-// takes unlimited connections from loopback (realzk gives ZooKeeper
-// maxClientCnxns=0). ZooKeeper also skips fsync: the stock scenario writes
-// thousands of times and durability is not what is checked here.
-var curatorStarts = map[string]func(tb testing.TB) string{
-	"zookeeper": func(tb testing.TB) string {
-		return realzk.Start(tb,
-			realzk.SystemProperty("znode.container.checkIntervalMs", strconv.FormatInt(curatorContainerInterval.Milliseconds(), 10)),
-			realzk.SystemProperty("zookeeper.forceSync", "no"),
-		).Addr
-	},
-	"hutch": startCuratorHutch,
-	"hutch-binary": func(tb testing.TB) string {
-		return realzk.StartHutchBinary(tb, realzk.BuildHutch(tb),
-			"--max-client-conns", "0",
-			"--container-check-interval", curatorContainerInterval.String()).Addr
-	},
-}
-
-// forEachCuratorTarget is forEachTarget with the targets started by
-// curatorStarts when it knows them.
-func forEachCuratorTarget(t *testing.T, check func(t *testing.T, addr string)) {
-	t.Helper()
-	for _, tg := range targets(t) {
-		start := tg.start
-		if s, ok := curatorStarts[tg.name]; ok {
-			start = s
-		}
-		t.Run(tg.name, func(t *testing.T) {
-			check(t, start(t))
-		})
-	}
-}
-
-// startCuratorHutch is startHutch with curatorStarts' settings and
-// info-level logs (the stock scenario sends thousands of requests).
-func startCuratorHutch(tb testing.TB) string {
-	tb.Helper()
-	logs := newLogBuffer()
-	srv := server.New(server.Config{
-		ListenAddr:             "127.0.0.1:0",
-		ContainerCheckInterval: curatorContainerInterval,
-		MaxClientConnsPerIP:    -1,
-		Logger:                 slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
-	})
-	if err := srv.Start(); err != nil {
-		tb.Fatalf("start hutch: %v", err)
-	}
-	dumpOnFailure(tb, "hutch log", logs) // registered first so it runs after Close
-	tb.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			tb.Errorf("close hutch: %v", err)
-		}
-	})
-	return srv.Addr().String()
 }
 
 // curatorClasspath returns the jars CuratorCheck needs, or skips the test

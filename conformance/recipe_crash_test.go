@@ -24,7 +24,7 @@ func TestRecipeCrashedHolder(t *testing.T) {
 		counter = "/recipe/crash-counter"
 		waiters = 2
 	)
-	forEachRecipeTarget(t, func(t *testing.T, target, addr string) {
+	forEachBusyTarget(t, func(t *testing.T, target, addr string) {
 		admin := recipeConnect(t, addr, recipeSessionOpts{})
 		if err := recipeEnsurePath(admin.conn, dir); err != nil {
 			t.Fatal(err)

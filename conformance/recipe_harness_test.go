@@ -32,10 +32,10 @@ import (
 // watch notifications that woke a waiter, ops_per_sec lock acquisitions (or
 // stock decrements) per second of the check's timed part.
 
-// recipeContainerCheck is how often the servers of recipe checks look for
+// busyContainerCheck is how often the servers of recipe checks look for
 // expired TTL nodes. ZooKeeper's default, and hutch's, is a minute — far
 // longer than a check may take.
-const recipeContainerCheck = 100 * time.Millisecond
+const busyContainerCheck = 100 * time.Millisecond
 
 // recipeSessionTimeout is the session timeout of sessions a check cuts off:
 // ZooKeeper's smallest with the default tickTime (2 × 2 s).
@@ -48,65 +48,46 @@ const recipeSessionTimeout = 4 * time.Second
 // while still failing a server that drops sessions with their connection.
 const recipeMinExpiry = recipeSessionTimeout / 4
 
-// recipeStarts overrides how targets(t) starts a target for recipe checks:
-// the stock check opens 100 sessions from one address (more than hutch's
-// default per-IP limit of 60; realzk gives ZooKeeper maxClientCnxns=0) and
-// the lease check needs TTL nodes removed within a fraction of a second.
-var recipeStarts = map[string]func(tb testing.TB) string{
+// busyStarts overrides how targets(t) starts a target for the recipe and
+// Curator checks: the stock checks open 100 sessions from one address (more
+// than hutch's default per-IP limit of 60; realzk gives ZooKeeper
+// maxClientCnxns=0), and the lease and container checks need TTL nodes and
+// empty containers removed within a fraction of a second.
+var busyStarts = map[string]func(tb testing.TB) string{
 	"zookeeper": func(tb testing.TB) string {
 		return realzk.Start(tb,
-			realzk.SystemProperty("znode.container.checkIntervalMs", fmt.Sprint(recipeContainerCheck.Milliseconds())),
+			realzk.SystemProperty("znode.container.checkIntervalMs", fmt.Sprint(busyContainerCheck.Milliseconds())),
 			// hutch keeps everything in memory; without this every write
 			// waits for an fsync and the stock check takes minutes.
 			realzk.SystemProperty("zookeeper.forceSync", "no")).Addr
 	},
 	"hutch": func(tb testing.TB) string {
-		return recipeStartHutch(tb, server.Config{
+		// Info, not debug: the stock checks send tens of thousands of requests.
+		return startHutchConfig(tb, server.Config{
 			MaxClientConnsPerIP:    -1,
-			ContainerCheckInterval: recipeContainerCheck,
-		})
+			ContainerCheckInterval: busyContainerCheck,
+		}, slog.LevelInfo)
 	},
 	"hutch-binary": func(tb testing.TB) string {
 		return realzk.StartHutchBinary(tb, realzk.BuildHutch(tb),
 			"--max-client-conns", "0",
-			"--container-check-interval", recipeContainerCheck.String()).Addr
+			"--container-check-interval", busyContainerCheck.String()).Addr
 	},
 }
 
-// forEachRecipeTarget runs check as a subtest per target of targets(t),
-// started the way recipe checks need (recipeStarts) when it knows the target.
-func forEachRecipeTarget(t *testing.T, check func(t *testing.T, target, addr string)) {
+// forEachBusyTarget runs check as a subtest per target of targets(t),
+// started as busyStarts says when it knows the target.
+func forEachBusyTarget(t *testing.T, check func(t *testing.T, target, addr string)) {
 	t.Helper()
 	for _, tg := range targets(t) {
 		start := tg.start
-		if s, ok := recipeStarts[tg.name]; ok {
+		if s, ok := busyStarts[tg.name]; ok {
 			start = s
 		}
 		t.Run(tg.name, func(t *testing.T) {
 			check(t, tg.name, start(t))
 		})
 	}
-}
-
-// recipeStartHutch runs an in-process hutch with cfg on a free loopback
-// port; its logs are shown if the test fails.
-func recipeStartHutch(tb testing.TB, cfg server.Config) string {
-	tb.Helper()
-	logs := newLogBuffer()
-	cfg.ListenAddr = "127.0.0.1:0"
-	// Info, not debug: the stock check sends tens of thousands of requests.
-	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv := server.New(cfg)
-	if err := srv.Start(); err != nil {
-		tb.Fatalf("start hutch: %v", err)
-	}
-	dumpOnFailure(tb, "hutch log", logs)
-	tb.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			tb.Errorf("close hutch: %v", err)
-		}
-	})
-	return srv.Addr().String()
 }
 
 // recipeResult logs a check's RESULT line.

@@ -104,7 +104,7 @@ func (c *recipeCandidate) run(ctx context.Context) error {
 // only once the session expires: the node must outlive the connection).
 func TestRecipeLeaderElection(t *testing.T) {
 	const n = 3
-	forEachRecipeTarget(t, func(t *testing.T, target, addr string) {
+	forEachBusyTarget(t, func(t *testing.T, target, addr string) {
 		admin := recipeConnect(t, addr, recipeSessionOpts{})
 		for _, p := range []string{recipeElectionLatch, "/recipe/election/leader"} {
 			if err := recipeEnsurePath(admin.conn, p); err != nil {

@@ -42,7 +42,7 @@ func TestRecipeLeaseTTL(t *testing.T) {
 		workers = 3
 		lock    = "/recipe/lease/lock"
 	)
-	forEachRecipeTarget(t, func(t *testing.T, target, addr string) {
+	forEachBusyTarget(t, func(t *testing.T, target, addr string) {
 		admin := recipeConnect(t, addr, recipeSessionOpts{})
 		if err := recipeEnsurePath(admin.conn, path.Dir(lock)); err != nil {
 			t.Fatal(err)

@@ -168,7 +168,7 @@ func recipeSeq(node string) int64 {
 // losers wait on an exists watch and race again. Every release wakes every
 // waiter: more than one event per handoff.
 func TestRecipeExclusiveNode(t *testing.T) {
-	forEachRecipeTarget(t, func(t *testing.T, target, addr string) {
+	forEachBusyTarget(t, func(t *testing.T, target, addr string) {
 		out := runRecipeLocks(t, addr, recipeLockRun{
 			recipe: "exclusive-node", dir: "/recipe/exclusive", workers: 5, rounds: 6, gate: true,
 			newLock: func(conn *zk.Conn, st *recipeStats) recipeLocker {
@@ -182,7 +182,7 @@ func TestRecipeExclusiveNode(t *testing.T) {
 // TestRecipeQueueLock is seed 002's DistributedLock: a queue of sequential
 // nodes where every waiter watches the parent's children list.
 func TestRecipeQueueLock(t *testing.T) {
-	forEachRecipeTarget(t, func(t *testing.T, target, addr string) {
+	forEachBusyTarget(t, func(t *testing.T, target, addr string) {
 		out := runRecipeLocks(t, addr, recipeLockRun{
 			recipe: "queue-children-watch", dir: "/recipe/queue", workers: 5, rounds: 6, gate: true,
 			newLock: func(conn *zk.Conn, st *recipeStats) recipeLocker {
@@ -228,7 +228,7 @@ func (l *recipeFairLock) heldNode() string { return l.held }
 // watches only its predecessor, so every handoff is exactly one
 // notification, and the lock goes in queue order.
 func TestRecipeFairLock(t *testing.T) {
-	forEachRecipeTarget(t, func(t *testing.T, target, addr string) {
+	forEachBusyTarget(t, func(t *testing.T, target, addr string) {
 		out := runRecipeLocks(t, addr, recipeLockRun{
 			recipe: "fair-predecessor", dir: "/recipe/fair", workers: 5, rounds: 6, gate: true,
 			newLock: func(conn *zk.Conn, st *recipeStats) recipeLocker {
@@ -256,7 +256,7 @@ func TestRecipeFairLock(t *testing.T) {
 // watch the smallest node and queue again when it goes, so every release
 // wakes all of them.
 func TestRecipeNonFairLock(t *testing.T) {
-	forEachRecipeTarget(t, func(t *testing.T, target, addr string) {
+	forEachBusyTarget(t, func(t *testing.T, target, addr string) {
 		out := runRecipeLocks(t, addr, recipeLockRun{
 			recipe: "nonfair-smallest", dir: "/recipe/nonfair", workers: 5, rounds: 6, gate: true,
 			newLock: func(conn *zk.Conn, st *recipeStats) recipeLocker {
@@ -278,7 +278,7 @@ func TestRecipeReentrantLock(t *testing.T) {
 		depth   = 3
 		lock    = "/recipe/reentrant/lock"
 	)
-	forEachRecipeTarget(t, func(t *testing.T, target, addr string) {
+	forEachBusyTarget(t, func(t *testing.T, target, addr string) {
 		admin := recipeConnect(t, addr, recipeSessionOpts{})
 		if err := recipeEnsurePath(admin.conn, path.Dir(lock)); err != nil {
 			t.Fatal(err)

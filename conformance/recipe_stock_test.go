@@ -25,7 +25,7 @@ func TestRecipeStockDeduction(t *testing.T) {
 		dir      = "/recipe/stock/lock"
 		value    = "/recipe/stock/value"
 	)
-	forEachRecipeTarget(t, func(t *testing.T, target, addr string) {
+	forEachBusyTarget(t, func(t *testing.T, target, addr string) {
 		admin := recipeConnect(t, addr, recipeSessionOpts{})
 		if err := recipeEnsurePath(admin.conn, dir); err != nil {
 			t.Fatal(err)
