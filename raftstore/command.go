@@ -140,6 +140,8 @@ func isNil(req any) bool {
 		return r == nil
 	case *tree.CreateSession:
 		return r == nil
+	case *Touch:
+		return r == nil
 	}
 	return false
 }

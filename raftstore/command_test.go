@@ -37,6 +37,8 @@ func sampleEntries() []Entry {
 		{Txn: txn(wire.OpDeleteContainer, &wire.PathRequest{Path: "/c"})},
 		{Txn: txn(wire.OpReconfig, &wire.ReconfigRequest{JoiningServers: "j", LeavingServers: "l", NewMembers: "n", CurConfigID: -1})},
 		{Origin: 9, Seq: 99, Txn: tree.Txn{Op: wire.OpSync, Req: &wire.PathRequest{Path: "/"}}},
+		{Origin: 2, Txn: tree.Txn{Op: wire.OpPing, Req: &Touch{Sessions: []int64{1, -1, 0x100000001}}}},
+		{Origin: 2, Txn: tree.Txn{Op: wire.OpPing, Req: &Touch{Sessions: []int64{}}}},
 	}
 }
 
@@ -63,6 +65,26 @@ func TestBatchRoundTrip(t *testing.T) {
 				t.Fatalf("round trip:\n got %#v\nwant %#v", out, in)
 			}
 		})
+	}
+}
+
+// TestTypedNilRequests: a typed nil request encodes like a missing one (the
+// tree treats both alike) instead of panicking, and decodes as nil.
+func TestTypedNilRequests(t *testing.T) {
+	for _, e := range []Entry{
+		{Txn: tree.Txn{Op: wire.OpPing, Req: (*Touch)(nil)}},
+		{Txn: tree.Txn{Op: wire.OpCreate, Req: (*wire.CreateRequest)(nil)}},
+		{Txn: tree.Txn{Op: wire.OpMulti, Req: (*tree.MultiRequest)(nil)}},
+		{Txn: tree.Txn{Op: wire.OpCreateSession, Req: (*tree.CreateSession)(nil)}},
+	} {
+		b, err := EncodeBatch(nil, []Entry{e})
+		if err != nil {
+			t.Fatalf("op %v: encode: %v", e.Txn.Op, err)
+		}
+		out, err := DecodeBatch(b)
+		if err != nil || out[0].Txn.Req != nil || out[0].Txn.Op != e.Txn.Op {
+			t.Fatalf("op %v: decoded %+v, %v", e.Txn.Op, out, err)
+		}
 	}
 }
 

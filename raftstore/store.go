@@ -34,9 +34,9 @@ type Config struct {
 	DataDir string
 	Logger  *slog.Logger
 
-	HeartbeatTimeout   time.Duration // default 300ms
-	ElectionTimeout    time.Duration // default 300ms
-	LeaderLeaseTimeout time.Duration // default 150ms
+	HeartbeatTimeout   time.Duration // default 500ms
+	ElectionTimeout    time.Duration // default 500ms
+	LeaderLeaseTimeout time.Duration // default 250ms
 	CommitTimeout      time.Duration // default 5ms
 	SnapshotThreshold  uint64        // log entries between snapshots; default 8192
 	// SnapshotInterval is how often Raft checks SnapshotThreshold; default 10s.
@@ -54,9 +54,11 @@ func (c *Config) setDefaults() {
 			*d = v
 		}
 	}
-	def(&c.HeartbeatTimeout, 300*time.Millisecond)
-	def(&c.ElectionTimeout, 300*time.Millisecond)
-	def(&c.LeaderLeaseTimeout, 150*time.Millisecond)
+	// Loose enough that a saturated two-core machine does not lose its
+	// leader mid-run; a crash is still noticed within a second or two.
+	def(&c.HeartbeatTimeout, 500*time.Millisecond)
+	def(&c.ElectionTimeout, 500*time.Millisecond)
+	def(&c.LeaderLeaseTimeout, 250*time.Millisecond)
 	def(&c.CommitTimeout, 5*time.Millisecond)
 	def(&c.SnapshotInterval, 10*time.Second)
 	def(&c.ForwardTimeout, 5*time.Second)
