@@ -1,8 +1,10 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"log/slog"
 	"net"
 	"testing"
@@ -35,6 +37,7 @@ func startCluster(tb testing.TB, n int, tick time.Duration) []*Server {
 		id := uint64(i + 1)
 		s := New(Config{
 			ListenAddr:          "127.0.0.1:0",
+			AdminAddr:           "127.0.0.1:0",
 			TickTime:            tick,
 			MaxClientConnsPerIP: -1,
 			Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -221,4 +224,58 @@ func TestDurableRestart(t *testing.T) {
 		t.Fatalf("%d children after restart, want %d", len(children), acked+2)
 	}
 	t.Logf("%d acknowledged writes, all present after restart", acked)
+}
+
+func adminDigest(tb testing.TB, s *Server) string {
+	tb.Helper()
+	resp, err := http.Get("http://" + s.AdminAddr().String() + "/commands/digest")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Digest   string `json:"digest"`
+		LastZxid int64  `json:"last_zxid"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		tb.Fatal(err)
+	}
+	return fmt.Sprintf("%s@%d", out.Digest, out.LastZxid)
+}
+
+// TestClusterDigestAndQuorumLoss: the admin digest agrees on every node;
+// a node left without a majority drops its clients and refuses new ones.
+func TestClusterDigestAndQuorumLoss(t *testing.T) {
+	nodes := startCluster(t, 3, 200*time.Millisecond)
+	c, _ := dial(t, nodes[0].Addr().String(), 10*time.Second)
+	for i := range 20 {
+		if _, err := c.Create(fmt.Sprintf("/d%d", i), nil, 0, openACL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range nodes {
+		cl, _ := dial(t, s.Addr().String(), 10*time.Second)
+		if _, err := cl.Sync("/"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := adminDigest(t, nodes[0])
+	for i, s := range nodes[1:] {
+		if got := adminDigest(t, s); got != want {
+			t.Fatalf("node %d digest %s, node 1 %s", i+2, got, want)
+		}
+	}
+
+	survivor := nodes[2]
+	held := dialRaw(t, survivor.Addr().String())
+	held.handshake(10000, 0, nil)
+	_ = nodes[0].Close()
+	_ = nodes[1].Close()
+	held.expectClosed()
+	waitFor(t, 20*time.Second, "the minority node to refuse clients", func() bool {
+		r := dialRaw(t, survivor.Addr().String())
+		_ = r.nc.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, err := r.nc.Read(make([]byte, 1))
+		return err == io.EOF
+	})
 }

@@ -48,6 +48,9 @@ type Config struct {
 	Clock Clock
 	// Logger receives structured logs; slog.Default() when nil.
 	Logger *slog.Logger
+	// AdminAddr, when set, serves AdminServer-style HTTP commands
+	// (/commands/ruok, /commands/digest, /commands/members).
+	AdminAddr string
 	// Raft, when set, replicates every write through a Raft group (see
 	// package raftstore) instead of applying it directly; ServerID then
 	// defaults to the Raft node id.

@@ -119,6 +119,9 @@ func (c *raftCommitter) run(ctx context.Context) {
 	touches := time.NewTicker(c.s.cfg.TickTime / 2)
 	defer touches.Stop()
 	leader := c.store.LeaderCh()
+	quorum := time.NewTicker(100 * time.Millisecond)
+	defer quorum.Stop()
+	leaderSeen := c.s.cfg.Clock.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -129,6 +132,15 @@ func (c *raftCommitter) run(ctx context.Context) {
 			continue
 		case <-touches.C:
 			c.reportTouches()
+			continue
+		case <-quorum.C:
+			now := c.s.cfg.Clock.Now()
+			if id, _ := c.store.Leader(); id != 0 {
+				leaderSeen = now
+				c.s.setServing(true)
+			} else if now.Sub(leaderSeen) > c.leaderlessLimit() {
+				c.s.setServing(false)
+			}
 			continue
 		case isLeader := <-leader:
 			if isLeader {
@@ -173,6 +185,16 @@ func (c *raftCommitter) run(ctx context.Context) {
 			batch[i] = nil
 		}
 	}
+}
+
+// leaderlessLimit is how long a node goes without a known leader before it
+// stops serving clients: two election timeouts, time enough for an
+// ordinary election.
+func (c *raftCommitter) leaderlessLimit() time.Duration {
+	if c.cfg.ElectionTimeout > 0 {
+		return 2 * c.cfg.ElectionTimeout
+	}
+	return time.Second
 }
 
 // take removes and returns the proposal this node made under seq.

@@ -75,11 +75,16 @@ type Server struct {
 	commit committer
 	stats  Stats
 
-	ln     net.Listener
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	closed atomic.Bool
+	ln      net.Listener
+	adminLn net.Listener // nil without AdminAddr
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closed  atomic.Bool
+	// notServing is set while a replicated node knows no leader: like a
+	// ZooKeeper follower that lost its leader, it drops its clients and
+	// turns new ones away so they move to a node in the majority.
+	notServing atomic.Bool
 }
 
 // New prepares a single-node, in-memory server; Start begins serving.
@@ -116,6 +121,15 @@ func (s *Server) Start() error {
 	}
 	s.ln = ln
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if s.cfg.AdminAddr != "" {
+		adminLn, err := net.Listen("tcp", s.cfg.AdminAddr)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("admin listen %s: %w", s.cfg.AdminAddr, err)
+		}
+		s.adminLn = adminLn
+		s.goLoop(func() { s.serveAdmin(adminLn) })
+	}
 	s.goLoop(func() { s.commit.run(s.ctx) })
 	s.goLoop(s.expiryLoop)
 	s.goLoop(s.cleanupLoop)
@@ -135,6 +149,14 @@ func (s *Server) goLoop(f func()) {
 
 // Addr is the address clients connect to.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// AdminAddr is the admin HTTP address, or nil without one.
+func (s *Server) AdminAddr() net.Addr {
+	if s.adminLn == nil {
+		return nil
+	}
+	return s.adminLn.Addr()
+}
 
 // Close stops accepting, closes every connection and stops all loops. Sessions
 // are not closed: an in-memory node forgets them with everything else.
@@ -197,6 +219,11 @@ func (s *Server) acceptLoop() {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
+			continue
+		}
+		if s.notServing.Load() {
+			s.log.Debug("refusing connection: no quorum", "remote", nc.RemoteAddr().String())
+			_ = nc.Close()
 			continue
 		}
 		c, ok := s.register(nc)
@@ -272,4 +299,26 @@ func newPassword() []byte {
 		panic(err)
 	}
 	return pw
+}
+
+// setServing starts or stops serving clients; stopping drops every client
+// connection.
+func (s *Server) setServing(serving bool) {
+	if s.notServing.Swap(!serving) == !serving {
+		return
+	}
+	if serving {
+		s.log.Info("serving clients again: a leader is known")
+		return
+	}
+	s.connsMu.Lock()
+	open := make([]*conn, 0, len(s.conns))
+	for _, c := range s.conns {
+		open = append(open, c)
+	}
+	s.connsMu.Unlock()
+	s.log.Warn("no leader: dropping client connections until one is elected", "connections", len(open))
+	for _, c := range open {
+		c.out.abort()
+	}
 }

@@ -41,6 +41,7 @@ func run(args []string) error {
 		raftListen     = fs.String("raft-listen", "", "Raft address of this node (default: its entry in --peers)")
 		peers          = fs.String("peers", "", "static ensemble, e.g. 1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003")
 		dataDir        = fs.String("data-dir", "", "keep the Raft log and snapshots here (default: in memory)")
+		adminListen    = fs.String("admin-listen", "", "serve admin HTTP commands (/commands/ruok, /commands/digest, /commands/members) here")
 	)
 	if err := fs.Parse(args); err != nil {
 		if err == pflag.ErrHelp {
@@ -74,6 +75,7 @@ func run(args []string) error {
 		SuperDigest:            *superDigest,
 		ContainerCheckInterval: *containerCheck,
 		Logger:                 logger,
+		AdminAddr:              *adminListen,
 		Raft:                   replication,
 	})
 	// Listen for signals before serving, so one sent as soon as the server
