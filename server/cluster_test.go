@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"log/slog"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 
