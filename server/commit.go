@@ -36,29 +36,55 @@ type committer interface {
 // maxBatch bounds how many proposals one tree-lock acquisition applies.
 const maxBatch = 256
 
-// localCommitter serves a single in-memory node: it stamps zxid and time onto
-// each proposal and applies batches under one lock acquisition.
-type localCommitter struct {
-	s  *Server
+// proposalQueue is the intake both committers share: proposals wait here
+// until the committer's loop takes them in batches.
+type proposalQueue struct {
 	in chan *proposal
-	// stopped is closed when run returns, so late proposers never block.
+	// stopped is closed when the committer's loop returns, so late
+	// proposers never block.
 	stopped chan struct{}
 }
 
-func newLocalCommitter(s *Server) *localCommitter {
-	return &localCommitter{s: s, in: make(chan *proposal, 4*maxBatch), stopped: make(chan struct{})}
+func newProposalQueue() proposalQueue {
+	return proposalQueue{in: make(chan *proposal, 4*maxBatch), stopped: make(chan struct{})}
 }
 
-func (c *localCommitter) open() error { return nil }
-
-func (c *localCommitter) propose(p *proposal) bool {
+func (q *proposalQueue) propose(p *proposal) bool {
 	select {
-	case c.in <- p:
+	case q.in <- p:
 		return true
-	case <-c.stopped:
+	case <-q.stopped:
 		return false
 	}
 }
+
+// batch starts a batch with first and adds whatever else is already
+// waiting, up to maxBatch.
+func (q *proposalQueue) batch(first *proposal, batch []*proposal) []*proposal {
+	batch = append(batch[:0], first)
+	for len(batch) < maxBatch {
+		select {
+		case p := <-q.in:
+			batch = append(batch, p)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// localCommitter serves a single in-memory node: it stamps zxid and time onto
+// each proposal and applies batches under one lock acquisition.
+type localCommitter struct {
+	proposalQueue
+	s *Server
+}
+
+func newLocalCommitter(s *Server) *localCommitter {
+	return &localCommitter{s: s, proposalQueue: newProposalQueue()}
+}
+
+func (c *localCommitter) open() error { return nil }
 
 func (c *localCommitter) run(ctx context.Context) {
 	defer close(c.stopped)
@@ -68,20 +94,9 @@ func (c *localCommitter) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case p := <-c.in:
-			batch = append(batch[:0], p)
-		}
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case p := <-c.in:
-				batch = append(batch, p)
-			default:
-				break drain
-			}
+			batch = c.batch(p, batch)
 		}
 		c.s.applyBatch(batch)
-		for i := range batch {
-			batch[i] = nil
-		}
+		clear(batch)
 	}
 }

@@ -17,12 +17,10 @@ import (
 // log through applyCommittedLocked. The node that took a request from its
 // client finds the waiting proposal by (origin, seq) and sends the reply.
 type raftCommitter struct {
+	proposalQueue
 	s     *Server
 	cfg   raftstore.Config
 	store *raftstore.Store
-	in    chan *proposal
-	// stopped is closed when run returns.
-	stopped chan struct{}
 
 	mu      sync.Mutex // guards pending and nextSeq
 	pending map[uint64]*pendingProposal
@@ -47,12 +45,11 @@ func newRaftCommitter(s *Server, cfg raftstore.Config) *raftCommitter {
 		cfg.Logger = s.log
 	}
 	return &raftCommitter{
-		s:       s,
-		cfg:     cfg,
-		in:      make(chan *proposal, 4*maxBatch),
-		stopped: make(chan struct{}),
-		pending: make(map[uint64]*pendingProposal),
-		touched: make(map[int64]struct{}),
+		proposalQueue: newProposalQueue(),
+		s:             s,
+		cfg:           cfg,
+		pending:       make(map[uint64]*pendingProposal),
+		touched:       make(map[int64]struct{}),
 	}
 }
 
@@ -97,15 +94,6 @@ func (c *raftCommitter) open() error {
 	}
 	c.store = store
 	return nil
-}
-
-func (c *raftCommitter) propose(p *proposal) bool {
-	select {
-	case c.in <- p:
-		return true
-	case <-c.stopped:
-		return false
-	}
 }
 
 func (c *raftCommitter) run(ctx context.Context) {
@@ -153,16 +141,7 @@ func (c *raftCommitter) run(ctx context.Context) {
 			}
 			continue
 		case p := <-c.in:
-			batch = append(batch[:0], p)
-		}
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case p := <-c.in:
-				batch = append(batch, p)
-			default:
-				break drain
-			}
+			batch = c.batch(p, batch)
 		}
 		now := c.s.cfg.Clock.Now()
 		entries = entries[:0]
@@ -181,9 +160,7 @@ func (c *raftCommitter) run(ctx context.Context) {
 				c.fail(seq)
 			}
 		}
-		for i := range batch {
-			batch[i] = nil
-		}
+		clear(batch)
 	}
 }
 
