@@ -103,6 +103,13 @@ func TestClusterReplicates(t *testing.T) {
 			t.Fatalf("node %d digest %x, node 1 %x", i+2, d, want)
 		}
 	}
+	modes := map[string]int{}
+	for _, s := range nodes {
+		modes[s.mode()]++
+	}
+	if modes["leader"] != 1 || modes["follower"] != 2 {
+		t.Fatalf("srvr modes %v, want one leader and two followers", modes)
+	}
 }
 
 // TestClusterFollowerSessionStaysAlive: a session whose client talks only
