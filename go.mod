@@ -7,6 +7,8 @@ require (
 	github.com/spf13/pflag v1.1.0
 )
 
+require github.com/anishathalye/porcupine v1.3.1
+
 require (
 	github.com/armon/go-metrics v0.4.1 // indirect
 	github.com/boltdb/bolt v1.3.1 // indirect
@@ -20,6 +22,6 @@ require (
 	github.com/hashicorp/raft-boltdb/v2 v2.3.1
 	github.com/mattn/go-colorable v0.1.12 // indirect
 	github.com/mattn/go-isatty v0.0.14 // indirect
-	go.etcd.io/bbolt v1.3.5 // indirect
+	go.etcd.io/bbolt v1.3.5
 	golang.org/x/sys v0.13.0 // indirect
 )

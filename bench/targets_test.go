@@ -101,6 +101,24 @@ func startHutch3(tb testing.TB) target {
 	return t
 }
 
+// followerAddr returns the client address of a server whose srvr reports
+// Mode: follower.
+func followerAddr(tb testing.TB, t target) string {
+	tb.Helper()
+	deadline := time.Now().Add(leaderTimeout)
+	for time.Now().Before(deadline) {
+		for _, a := range t.addrs {
+			reply, err := realzk.FourLetterWord(a, "srvr", time.Second)
+			if err == nil && strings.Contains(reply, "Mode: follower") {
+				return a
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // polling other processes
+	}
+	tb.Fatalf("%s: no follower within %v", t.name, leaderTimeout)
+	return ""
+}
+
 // leaders counts the servers whose srvr reports Mode: leader.
 func leaders(addrs []string) int {
 	n := 0

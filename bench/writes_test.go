@@ -13,9 +13,12 @@ import (
 )
 
 const (
-	// clients is how many concurrent sessions write, spread round-robin
-	// over the ensemble's servers.
-	clients = 16
+	// busyClients is how many concurrent sessions write in the throughput
+	// runs, spread round-robin over the ensemble's servers.
+	busyClients = 16
+	// warmUp writes go untimed before each measured run: the JVM compiles
+	// its hot paths and both sides' files and buffers grow.
+	warmUp = 1000
 	// payloadSize is the size of every setData's data.
 	payloadSize = 100
 	// sessionTimeout is what each client asks for.
@@ -39,14 +42,14 @@ type writers struct {
 	paths []string
 }
 
-// connectWriters opens the sessions, client i on server i mod len(addrs),
+// connectWriters opens n sessions, client i on addrs[i mod len(addrs)],
 // and creates each one's znode.
-func connectWriters(tb testing.TB, t target) *writers {
+func connectWriters(tb testing.TB, t target, n int, addrs []string) *writers {
 	tb.Helper()
 	w := &writers{}
 	payload := make([]byte, payloadSize)
-	for i := range clients {
-		addr := t.addrs[i%len(t.addrs)]
+	for i := range n {
+		addr := addrs[i%len(addrs)]
 		c, _, err := zk.Connect([]string{addr}, sessionTimeout, zk.WithLogger(discardLogger{}))
 		if err != nil {
 			tb.Fatalf("%s: connect %s: %v", t.name, addr, err)
@@ -174,34 +177,43 @@ func setData(c *zk.Conn, path string, data []byte) (*zk.Stat, error) {
 	}
 }
 
-// BenchmarkEnsembleWrites: clients concurrent sessions spread over a
-// three-server ensemble each overwrite their own znode with payloadSize
-// bytes, b.N writes in all. ZooKeeper runs first and is stopped before
-// hutch starts, so the two never share the CPU.
+// BenchmarkEnsembleWrites: sessions on a three-server ensemble each
+// overwrite their own znode with payloadSize bytes, b.N writes in all:
+// one session on a follower (latency: the path of a lock handoff through
+// a follower), then busyClients sessions spread over all servers
+// (throughput). ZooKeeper runs first and is stopped before hutch starts,
+// so the two never share the CPU. Compare with
+//
+//	go test -run '^$' -bench EnsembleWrites -benchtime 5000x -count 3 ./bench
 func BenchmarkEnsembleWrites(b *testing.B) {
 	for _, ts := range ensembleTargets {
 		t := ts.start(b)
-		w := connectWriters(b, t)
-		b.Run(t.name, func(b *testing.B) {
-			b.ResetTimer()
-			r, err := w.write(b.N)
-			b.StopTimer()
-			if err != nil {
-				b.Fatalf("%s: %v", t.name, err)
-			}
-			b.ReportMetric(r.perSecond(), "writes/s")
-			b.ReportMetric(ms(r.percentile(0.50)), "p50-ms")
-			b.ReportMetric(ms(r.percentile(0.99)), "p99-ms")
-		})
-		w.close()
+		runs := []struct {
+			name  string
+			n     int
+			addrs []string
+		}{
+			{"follower-1", 1, []string{followerAddr(b, t)}},
+			{fmt.Sprintf("spread-%d", busyClients), busyClients, t.addrs},
+		}
+		for _, run := range runs {
+			w := connectWriters(b, t, run.n, run.addrs)
+			b.Run(t.name+"/"+run.name, func(b *testing.B) {
+				if _, err := w.write(warmUp); err != nil {
+					b.Fatalf("%s: warm-up: %v", t.name, err)
+				}
+				b.ResetTimer()
+				r, err := w.write(b.N)
+				b.StopTimer()
+				if err != nil {
+					b.Fatalf("%s: %v", t.name, err)
+				}
+				b.ReportMetric(r.perSecond(), "writes/s")
+				b.ReportMetric(ms(r.percentile(0.50)), "p50-ms")
+				b.ReportMetric(ms(r.percentile(0.99)), "p99-ms")
+			})
+			w.close()
+		}
 		t.stop()
 	}
 }
-
-// reportWrites is how many writes TestEnsembleBenchmarkReport times per
-// target, after warmupWrites untimed ones (ZooKeeper's JIT, both sides'
-// connection buffers).
-const (
-	reportWrites = 5000
-	warmupWrites = 500
-)

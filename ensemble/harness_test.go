@@ -1,10 +1,12 @@
 package ensemble
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,6 +45,7 @@ type node struct {
 	id         int
 	clientAddr string
 	raftAddr   string
+	adminAddr  string // admin HTTP: /commands/digest
 	dataDir    string // "" keeps the Raft state in memory
 
 	mu          sync.Mutex // guards the fields below
@@ -77,6 +80,7 @@ func startEnsemble(tb testing.TB, n int, persistent bool) *ensemble {
 			id:         i,
 			clientAddr: "127.0.0.1:" + strconv.Itoa(realzk.FreePort(tb)),
 			raftAddr:   "127.0.0.1:" + strconv.Itoa(realzk.FreePort(tb)),
+			adminAddr:  "127.0.0.1:" + strconv.Itoa(realzk.FreePort(tb)),
 		}
 		if persistent {
 			nd.dataDir = filepath.Join(e.base, fmt.Sprintf("data-%d", i))
@@ -118,6 +122,7 @@ func (e *ensemble) start(nd *node) error {
 		"--raft-listen", nd.raftAddr,
 		"--peers", e.peers,
 		"--max-client-conns", "0",
+		"--admin-listen", nd.adminAddr,
 	}
 	if nd.dataDir != "" {
 		args = append(args, "--data-dir", nd.dataDir)
@@ -263,6 +268,59 @@ func (e *ensemble) electionsOf(nd *node) int {
 		return 0
 	}
 	return len(leaderTime.FindAll(b, -1))
+}
+
+// digest returns the node's tree digest and last zxid from its admin
+// HTTP digest command, as "digest@zxid".
+func (e *ensemble) digest(nd *node) (string, error) {
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + nd.adminAddr + "/commands/digest")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Digest   string `json:"digest"`
+		LastZxid int64  `json:"last_zxid"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s@%d", out.Digest, out.LastZxid), nil
+}
+
+// waitDigestsEqual waits until every node reports the same digest and
+// returns it.
+func (e *ensemble) waitDigestsEqual(limit time.Duration) string {
+	e.tb.Helper()
+	deadline := time.Now().Add(limit)
+	var seen []string
+	for {
+		seen = seen[:0]
+		for _, nd := range e.nodes {
+			d, err := e.digest(nd)
+			if err != nil {
+				d = err.Error()
+			}
+			seen = append(seen, d)
+		}
+		if seen[0] != "" && !strings.Contains(seen[0], " ") && allEqual(seen) {
+			return seen[0]
+		}
+		if time.Now().After(deadline) {
+			e.tb.Fatalf("digests still differ after %v: %v", limit, seen)
+		}
+		time.Sleep(20 * time.Millisecond) // polling other processes
+	}
+}
+
+func allEqual(xs []string) bool {
+	for _, x := range xs[1:] {
+		if x != xs[0] {
+			return false
+		}
+	}
+	return true
 }
 
 func (e *ensemble) addrs() []string {

@@ -2,7 +2,12 @@ package ensemble
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log"
+	"net"
 	"strconv"
 	"sync"
 	"testing"
@@ -37,6 +42,129 @@ func TestEnsembleReplicates(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("tree digests equal on all nodes: %s", e.waitDigestsEqual(10*time.Second))
+}
+
+// holdEphemerals opens a session through every node's address and creates
+// a plain and a sequential ephemeral under /held.
+func holdEphemerals(t *testing.T, e *ensemble) (c *zk.Conn, paths []string) {
+	t.Helper()
+	c = e.dial(e.addrs()...)
+	if _, err := c.Create("/held", nil, 0, openACL); err != nil && err != zk.ErrNodeExists {
+		t.Fatal(err)
+	}
+	plain, err := c.Create("/held/plain", []byte("mine"), zk.FlagEphemeral, openACL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := c.Create("/held/seq-", nil, zk.FlagEphemeral|zk.FlagSequence, openACL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, []string{plain, seq}
+}
+
+// checkEphemerals asserts that on every node, after sync, each path exists
+// owned by session sid (or, with sid 0, that none exists).
+func checkEphemerals(t *testing.T, e *ensemble, sid int64, paths []string) {
+	t.Helper()
+	for _, nd := range e.nodes {
+		c := e.dial(nd.clientAddr)
+		if _, err := c.Sync("/held"); err != nil {
+			t.Fatalf("node %d: sync: %v", nd.id, err)
+		}
+		for _, p := range paths {
+			ok, st, err := c.Exists(p)
+			switch {
+			case err != nil:
+				t.Fatalf("node %d: exists %s: %v", nd.id, p, err)
+			case sid == 0 && ok:
+				t.Errorf("node %d: %s still exists after its session closed", nd.id, p)
+			case sid != 0 && !ok:
+				t.Errorf("node %d: ephemeral %s of live session %#x is gone", nd.id, p, sid)
+			case sid != 0 && st.EphemeralOwner != sid:
+				t.Errorf("node %d: %s owned by %#x, want %#x", nd.id, p, st.EphemeralOwner, sid)
+			}
+		}
+		c.Close()
+	}
+}
+
+// TestEnsembleRestartOne: the node a session is connected to is killed
+// with SIGKILL while writes go on through the others; the session moves
+// to another node with its ephemerals, and the restarted node catches up
+// to the same tree with every acknowledged write.
+func TestEnsembleRestartOne(t *testing.T) {
+	e := startEnsemble(t, 3, true)
+	holder, held := holdEphemerals(t, e)
+	sid := holder.SessionID()
+	var victim *node
+	for _, nd := range e.nodes {
+		if nd.clientAddr == holder.Server() {
+			victim = nd
+		}
+	}
+	if victim == nil {
+		t.Fatalf("holder connected to %q, not a node", holder.Server())
+	}
+	var others []string
+	for _, nd := range e.nodes {
+		if nd != victim {
+			others = append(others, nd.clientAddr)
+		}
+	}
+	writer := e.dial(others...)
+	if _, err := writer.Create("/acked", nil, 0, openACL); err != nil {
+		t.Fatal(err)
+	}
+	acked := 0
+	write := func(n int) {
+		for range n {
+			p := "/acked/n" + strconv.Itoa(acked)
+			// A connection lost with the leader leaves the create's fate
+			// unknown; the retry then finds the node or makes it.
+			err := retry(context.Background(), func() error {
+				_, err := writer.Create(p, nil, 0, openACL)
+				if errors.Is(err, zk.ErrNodeExists) {
+					return nil
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatalf("create %s: %v", p, err)
+			}
+			acked++
+		}
+	}
+	write(50)
+	wasLeader := e.leaderNow() == victim
+	e.kill(victim)
+	write(100) // the leader may have been the victim: the first waits for an election
+	if _, err := holder.Sync("/"); err != nil {
+		t.Fatalf("holder after its node died: %v", err)
+	}
+	if holder.SessionID() != sid {
+		t.Fatalf("session %#x became %#x", sid, holder.SessionID())
+	}
+	t.Logf("session %#x moved from node %d (leader: %v) to %s", sid, victim.id, wasLeader, holder.Server())
+	e.startNodes(victim)
+	write(50)
+	digest := e.waitDigestsEqual(20 * time.Second)
+	c := e.dial(victim.clientAddr)
+	if _, err := c.Sync("/acked"); err != nil {
+		t.Fatal(err)
+	}
+	kids, _, err := c.Children("/acked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kids) != acked {
+		t.Fatalf("restarted node has %d of %d acknowledged creates", len(kids), acked)
+	}
+	checkEphemerals(t, e, sid, held)
+	t.Logf("node %d restarted: %d/%d acknowledged creates, digests equal (%s), ephemerals of %#x kept", victim.id, len(kids), acked, digest, sid)
+	holder.Close()
+	checkEphemerals(t, e, 0, held)
 }
 
 // TestEnsembleRestartAll: every create acknowledged before all three
@@ -46,6 +174,20 @@ func TestEnsembleRestartAll(t *testing.T) {
 	const n = 300
 	const workers = 6
 	e := startEnsemble(t, 3, true)
+	holder, held := holdEphemerals(t, e)
+	sid := holder.SessionID()
+	// A second session, whose client goes away for good while the nodes
+	// are down, must still expire after the restart.
+	proxy := newCutProxy(t, e.nodes[0].clientAddr)
+	abandoned, _, err := zk.Connect([]string{proxy.addr()}, 4*time.Second, zk.WithLogger(log.New(io.Discard, "", 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer abandoned.Close()
+	orphan, err := abandoned.Create("/orphan", nil, zk.FlagEphemeral, openACL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := e.dial(e.addrs()...)
 	if _, err := c.Create("/acked", nil, 0, openACL); err != nil {
 		t.Fatal(err)
@@ -80,6 +222,7 @@ func TestEnsembleRestartAll(t *testing.T) {
 	for _, err := range errs {
 		t.Errorf("with the ensemble healthy: %v", err)
 	}
+	proxy.cut()
 	for _, nd := range e.nodes {
 		e.kill(nd)
 	}
@@ -119,5 +262,79 @@ func TestEnsembleRestartAll(t *testing.T) {
 				t.Errorf("node %d: get %s = %q, %v", nd.id, p, data, err)
 			}
 		}
+	}
+	t.Logf("digests equal after restarting all: %s", e.waitDigestsEqual(20*time.Second))
+	// The holder's client reconnects on its own, with its session.
+	if err := within(opTimeout, func() error { _, err := holder.Sync("/"); return err }); err != nil {
+		t.Fatalf("holder after restart: %v", err)
+	}
+	if holder.SessionID() != sid {
+		t.Fatalf("session %#x became %#x", sid, holder.SessionID())
+	}
+	checkEphemerals(t, e, sid, held)
+	t.Logf("session %#x and its %d ephemerals survived the restart of all nodes", sid, len(held))
+	holder.Close()
+	checkEphemerals(t, e, 0, held)
+
+	expiry := time.Now()
+	if err := within(30*time.Second, func() error {
+		for {
+			ok, _, err := c.Exists(orphan)
+			if err != nil || !ok {
+				return err
+			}
+			time.Sleep(50 * time.Millisecond) // polling for the expiry
+		}
+	}); err != nil {
+		t.Fatalf("the abandoned session's ephemeral: %v", err)
+	}
+	t.Logf("abandoned session (4s timeout) expired %v after the check began", time.Since(expiry).Round(time.Millisecond))
+}
+
+// cutProxy forwards TCP connections to one address until cut, then
+// refuses new ones and drops those open: a client that vanished.
+type cutProxy struct {
+	ln    net.Listener
+	mu    sync.Mutex // guards conns
+	conns []net.Conn
+}
+
+func newCutProxy(t *testing.T, target string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln}
+	t.Cleanup(p.cut)
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.DialTimeout("tcp", target, 5*time.Second)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, in, out)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(out, in); out.Close() }()
+			go func() { _, _ = io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *cutProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *cutProxy) cut() {
+	p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
 	}
 }

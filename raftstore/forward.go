@@ -44,8 +44,11 @@ const (
 var (
 	ErrNoLeader  = errors.New("raftstore: no leader")
 	ErrNotLeader = errors.New("raftstore: not the leader")
-	ErrClosed    = errors.New("raftstore: closed")
-	errFailed    = errors.New("raftstore: leader failed the request")
+	// ErrUnreachable: no connection to the leader could be opened, so
+	// nothing was sent (typically the leader has just died).
+	ErrUnreachable = errors.New("raftstore: leader unreachable")
+	ErrClosed      = errors.New("raftstore: closed")
+	errFailed      = errors.New("raftstore: leader failed the request")
 )
 
 // fwdConn is a client connection to a leader's forwarding channel.
@@ -78,7 +81,7 @@ func (s *Store) getConn(addr string, deadline time.Time) (*fwdConn, error) {
 	if fc != nil {
 		return fc, nil
 	}
-	c, err := dialTagged(addr, tagForward, time.Until(deadline))
+	c, err := dialTagged(s.cfg.Dial, addr, tagForward, time.Until(deadline))
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +111,7 @@ func (s *Store) call(ctx context.Context, kind byte, payload []byte) (uint64, er
 	}
 	fc, err := s.getConn(addr, deadline)
 	if err != nil {
-		return 0, fmt.Errorf("raftstore: forward to %s: %w", addr, err)
+		return 0, fmt.Errorf("%w: forward to %s: %w", ErrUnreachable, addr, err)
 	}
 	v, status, err := fc.roundTrip(ctx, deadline, kind, payload)
 	if err != nil {

@@ -41,6 +41,8 @@ const snapMagic = "hutch-raft-snap-1\n"
 type fsm struct {
 	app Applier
 	log *slog.Logger
+	// onApplied runs after each entry that carried transactions.
+	onApplied func()
 
 	// mu orders Apply against Persist so that applied and the state written
 	// describe the same point; Persist holds it shared while streaming.
@@ -65,8 +67,11 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if entries, err := DecodeBatch(l.Data); err != nil {
 		f.log.Error("raftstore: skipping undecodable log entry", "index", l.Index, "err", err)
 		res = fmt.Errorf("log index %d: %w", l.Index, err)
-	} else {
+	} else if len(entries) > 0 {
 		f.app.ApplyEntries(entries)
+		if f.onApplied != nil {
+			f.onApplied()
+		}
 	}
 	f.advance(l.Index)
 	return res

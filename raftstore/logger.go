@@ -5,6 +5,8 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -16,10 +18,50 @@ type hclogger struct {
 	l       *slog.Logger
 	name    string
 	implied []any
+	quiet   *repeats
 }
 
 func newHCLogger(l *slog.Logger, name string) hclog.Logger {
-	return &hclogger{l: l, name: name}
+	return &hclogger{l: l, name: name, quiet: &repeats{last: make(map[string]*repeat)}}
+}
+
+// repeatWindow is how often one Raft warning or error message may be
+// logged: with a peer down Raft reports every failed heartbeat and append,
+// several times a second, which buries everything else.
+const repeatWindow = 10 * time.Second
+
+// repeats tracks when each warning or error message was last logged and how
+// many were dropped since.
+type repeats struct {
+	mu   sync.Mutex
+	last map[string]*repeat
+}
+
+type repeat struct {
+	at      time.Time
+	dropped int
+}
+
+// allow reports whether msg may be logged now, and how many copies were
+// dropped before it.
+func (r *repeats) allow(msg string, now time.Time) (ok bool, dropped int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rp := r.last[msg]
+	if rp == nil {
+		if len(r.last) > 1024 {
+			clear(r.last) // messages are Raft's fixed strings; this is a backstop
+		}
+		r.last[msg] = &repeat{at: now}
+		return true, 0
+	}
+	if now.Sub(rp.at) < repeatWindow {
+		rp.dropped++
+		return false, 0
+	}
+	dropped = rp.dropped
+	rp.at, rp.dropped = now, 0
+	return true, dropped
 }
 
 const levelTrace = slog.LevelDebug - 4
@@ -42,6 +84,15 @@ func (h *hclogger) Log(level hclog.Level, msg string, args ...any) {
 	if level == hclog.Off || !h.l.Enabled(context.Background(), slogLevel(level)) {
 		return
 	}
+	if level >= hclog.Warn {
+		ok, dropped := h.quiet.allow(h.name+msg, time.Now())
+		if !ok {
+			return
+		}
+		if dropped > 0 {
+			args = append(args[:len(args):len(args)], "repeats_dropped", dropped)
+		}
+	}
 	h.l.Log(context.Background(), slogLevel(level), h.name+": "+msg, args...)
 }
 
@@ -62,7 +113,7 @@ func (h *hclogger) IsError() bool { return h.enabled(slog.LevelError) }
 func (h *hclogger) ImpliedArgs() []any { return h.implied }
 
 func (h *hclogger) With(args ...any) hclog.Logger {
-	return &hclogger{l: h.l.With(args...), name: h.name, implied: append(h.implied[:len(h.implied):len(h.implied)], args...)}
+	return &hclogger{l: h.l.With(args...), name: h.name, implied: append(h.implied[:len(h.implied):len(h.implied)], args...), quiet: h.quiet}
 }
 
 func (h *hclogger) Name() string { return h.name }
@@ -72,11 +123,11 @@ func (h *hclogger) Named(name string) hclog.Logger {
 	if h.name != "" {
 		n = h.name + "." + name
 	}
-	return &hclogger{l: h.l, name: n, implied: h.implied}
+	return &hclogger{l: h.l, name: n, implied: h.implied, quiet: h.quiet}
 }
 
 func (h *hclogger) ResetNamed(name string) hclog.Logger {
-	return &hclogger{l: h.l, name: name, implied: h.implied}
+	return &hclogger{l: h.l, name: name, implied: h.implied, quiet: h.quiet}
 }
 
 // SetLevel is ignored: the slog handler decides what is enabled.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 )
 
 // Config configures a Store. Zero durations and counts take the defaults
@@ -34,10 +35,17 @@ type Config struct {
 	DataDir string
 	Logger  *slog.Logger
 
-	HeartbeatTimeout   time.Duration // default 500ms
-	ElectionTimeout    time.Duration // default 500ms
-	LeaderLeaseTimeout time.Duration // default 250ms
-	CommitTimeout      time.Duration // default 5ms
+	// ElectionTimeout bounds failover: a follower that hears nothing from
+	// the leader for a random time between HeartbeatTimeout and twice it
+	// (by default, between half of ElectionTimeout and all of it) starts
+	// an election, so a new leader is normally in place well within two
+	// election timeouts of a crash. A candidate that is refused retries
+	// after the same half to whole ElectionTimeout. Default
+	// DefaultElectionTimeout.
+	ElectionTimeout    time.Duration
+	HeartbeatTimeout   time.Duration // default ElectionTimeout/2
+	LeaderLeaseTimeout time.Duration // default ElectionTimeout/4
+	CommitTimeout      time.Duration // default 50ms; see pushCommits
 	SnapshotThreshold  uint64        // log entries between snapshots; default 8192
 	// SnapshotInterval is how often Raft checks SnapshotThreshold; default 10s.
 	SnapshotInterval time.Duration
@@ -46,7 +54,17 @@ type Config struct {
 	TrailingLogs uint64
 	// ForwardTimeout bounds a forwarded batch's round trip; default 5s.
 	ForwardTimeout time.Duration
+	// Dial opens every connection this node makes to a peer (Raft and
+	// write forwarding); nil dials TCP. Fault-injection tests wrap it to
+	// cut links between nodes.
+	Dial func(addr string, timeout time.Duration) (net.Conn, error)
 }
+
+// DefaultElectionTimeout is loose enough that a saturated two-core machine
+// does not lose its leader mid-run (heartbeats go out every 25ms and a
+// follower waits at least 500ms), tight enough that a crash is repaired
+// in about a second.
+const DefaultElectionTimeout = time.Second
 
 func (c *Config) setDefaults() {
 	def := func(d *time.Duration, v time.Duration) {
@@ -54,12 +72,10 @@ func (c *Config) setDefaults() {
 			*d = v
 		}
 	}
-	// Loose enough that a saturated two-core machine does not lose its
-	// leader mid-run; a crash is still noticed within a second or two.
-	def(&c.HeartbeatTimeout, 500*time.Millisecond)
-	def(&c.ElectionTimeout, 500*time.Millisecond)
-	def(&c.LeaderLeaseTimeout, 250*time.Millisecond)
-	def(&c.CommitTimeout, 5*time.Millisecond)
+	def(&c.ElectionTimeout, DefaultElectionTimeout)
+	def(&c.HeartbeatTimeout, c.ElectionTimeout/2)
+	def(&c.LeaderLeaseTimeout, c.HeartbeatTimeout/2)
+	def(&c.CommitTimeout, 50*time.Millisecond)
 	def(&c.SnapshotInterval, 10*time.Second)
 	def(&c.ForwardTimeout, 5*time.Second)
 	if c.SnapshotThreshold == 0 {
@@ -70,6 +86,11 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Dial == nil {
+		c.Dial = func(addr string, timeout time.Duration) (net.Conn, error) {
+			return net.DialTimeout("tcp", addr, timeout)
+		}
 	}
 }
 
@@ -93,6 +114,10 @@ type Store struct {
 	inbound  map[net.Conn]struct{} // forwarding connections being served
 	closed   bool
 	handlers sync.WaitGroup // inbound forwarding handlers
+
+	pushCh  chan struct{}  // pushCommits has work; capacity 1
+	stop    chan struct{}  // closed by Close
+	pushing sync.WaitGroup // the pushCommits goroutine
 }
 
 // serverID is Raft's id for a node.
@@ -103,14 +128,15 @@ func serverID(id uint64) raft.ServerID { return raft.ServerID(strconv.FormatUint
 func Open(cfg Config, app Applier) (*Store, error) {
 	cfg.setDefaults()
 	s := &Store{cfg: cfg, log: cfg.Logger, inbound: make(map[net.Conn]struct{}),
-		fsm: &fsm{app: app, log: cfg.Logger}}
+		fsm: &fsm{app: app, log: cfg.Logger}, pushCh: make(chan struct{}, 1), stop: make(chan struct{})}
+	s.fsm.onApplied = s.wantPush
 
 	ln, err := net.Listen("tcp", cfg.RaftAddr)
 	if err != nil {
 		return nil, err
 	}
 	s.addr = advertise(cfg.RaftAddr, ln.Addr())
-	s.mux = newMux(ln, s.addr, s.log, s.handleForward)
+	s.mux = newMux(ln, s.addr, s.log, s.handleForward, cfg.Dial)
 	s.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  s.mux,
 		MaxPool: 3,
@@ -131,7 +157,12 @@ func Open(cfg Config, app Applier) (*Store, error) {
 			s.trans.Close()
 			return nil, err
 		}
-		s.bolt, err = raftboltdb.NewBoltStore(filepath.Join(cfg.DataDir, "raft.db"))
+		s.bolt, err = raftboltdb.New(raftboltdb.Options{
+			Path: filepath.Join(cfg.DataDir, "raft.db"),
+			// The freelist is rebuilt on open instead of written with
+			// every commit: fewer pages per fsynced append.
+			BoltOptions: &bbolt.Options{NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
+		})
 		if err != nil {
 			s.trans.Close()
 			return nil, err
@@ -150,7 +181,11 @@ func Open(cfg Config, app Applier) (*Store, error) {
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(cfg.NodeID)
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
-	rc.ElectionTimeout = cfg.ElectionTimeout
+	// A candidate waits as long as a follower before trying again: the
+	// first try after a crash is often refused by the other follower,
+	// which still has the old leader until its own timeout, so a full
+	// ElectionTimeout wait there would double the failover.
+	rc.ElectionTimeout = max(cfg.HeartbeatTimeout, cfg.ElectionTimeout/2)
 	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
 	rc.CommitTimeout = cfg.CommitTimeout
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
@@ -166,6 +201,9 @@ func Open(cfg Config, app Applier) (*Store, error) {
 		return nil, err
 	}
 
+	s.pushing.Add(1)
+	go s.pushCommits()
+
 	if boot, ok := s.bootstrapConfig(); ok {
 		err := s.raft.BootstrapCluster(boot).Error()
 		if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
@@ -174,6 +212,52 @@ func Open(cfg Config, app Applier) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// emptyBatch is a log entry with no transactions.
+var emptyBatch = []byte{0}
+
+// pushGrace is how long pushCommits waits for a real entry to carry the
+// commit index before appending an empty one.
+const pushGrace = 500 * time.Microsecond
+
+// wantPush asks pushCommits to run; it never blocks.
+func (s *Store) wantPush() {
+	select {
+	case s.pushCh <- struct{}{}:
+	default:
+	}
+}
+
+// pushCommits tells followers about new commits at once. Raft sends a
+// follower the commit index only with the next append, or after
+// CommitTimeout without one; a client on a follower waiting for its own
+// write, for a watch event or for sync would wait for that. So once
+// everything in the leader's log has applied, the leader appends an empty
+// batch, whose replication carries the commit index. Under load the next
+// real batch does that and nothing extra is appended.
+func (s *Store) pushCommits() {
+	defer s.pushing.Done()
+	grace := time.NewTimer(pushGrace)
+	defer grace.Stop()
+	for {
+		select {
+		case <-s.pushCh:
+		case <-s.stop:
+			return
+		}
+		// A moment's grace lets a busy leader's next batch do the job.
+		grace.Reset(pushGrace)
+		select {
+		case <-grace.C:
+		case <-s.stop:
+			return
+		}
+		if s.raft.State() != raft.Leader || s.raft.LastIndex() > s.raft.AppliedIndex() {
+			continue // not ours to do, or a later entry will carry it
+		}
+		s.raft.Apply(emptyBatch, 0)
+	}
 }
 
 // advertise picks the address peers should dial: the configured one when it
@@ -288,23 +372,19 @@ func (s *Store) syncIndex() (uint64, error) {
 		}
 		return 0, err
 	}
+	s.wantPush() // followers wait for this barrier's commit
 	return s.fsm.appliedIndex(), nil
 }
 
 // WaitApplied makes this node's state include every write committed before
 // the call, as ZooKeeper's sync does: it asks the leader for its applied
 // index (on the leader itself, it runs the barrier) and waits until the
-// local FSM has applied at least that index.
+// local FSM has applied at least that index. During an election it waits
+// for the next leader rather than fail, until ctx ends: a client syncing
+// then is answered late instead of being sent to another node that is
+// waiting for the same election.
 func (s *Store) WaitApplied(ctx context.Context) error {
-	var (
-		idx uint64
-		err error
-	)
-	if s.IsLeader() {
-		idx, err = s.syncIndex()
-	} else {
-		idx, err = s.call(ctx, frameIndex, nil)
-	}
+	idx, err := s.leaderIndex(ctx)
 	if err != nil {
 		return err
 	}
@@ -317,6 +397,38 @@ func (s *Store) WaitApplied(ctx context.Context) error {
 		case <-ch:
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+	}
+}
+
+// leaderRetry is how often leaderIndex asks again while no leader answers.
+const leaderRetry = 20 * time.Millisecond
+
+// leaderIndex returns the leader's applied index, retrying until ctx ends
+// while there is no leader or the one asked has just lost the role.
+func (s *Store) leaderIndex(ctx context.Context) (uint64, error) {
+	for {
+		var (
+			idx uint64
+			err error
+		)
+		if s.IsLeader() {
+			idx, err = s.syncIndex()
+		} else {
+			idx, err = s.call(ctx, frameIndex, nil)
+		}
+		if err == nil {
+			return idx, nil
+		}
+		if s.raft.State() == raft.Shutdown {
+			return 0, err
+		}
+		t := time.NewTimer(leaderRetry)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return 0, errors.Join(ctx.Err(), err)
 		}
 	}
 }
@@ -359,6 +471,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.stop)
 	for _, fc := range s.idle {
 		fc.c.Close()
 	}
@@ -370,6 +483,7 @@ func (s *Store) Close() error {
 
 	err := s.raft.Shutdown().Error()
 	s.handlers.Wait()
+	s.pushing.Wait()
 	if cerr := s.closeStores(); err == nil {
 		err = cerr
 	}

@@ -31,6 +31,7 @@ type mux struct {
 	log       *slog.Logger
 	onForward func(net.Conn)
 	advertise string // what Addr reports to Raft
+	dial      func(addr string, timeout time.Duration) (net.Conn, error)
 
 	pendingMu sync.Mutex
 	pending   map[net.Conn]struct{} // accepted, tag not yet read; guarded by pendingMu
@@ -41,8 +42,9 @@ type mux struct {
 	wg        sync.WaitGroup // the accept loop and tag readers
 }
 
-func newMux(ln net.Listener, advertise string, log *slog.Logger, onForward func(net.Conn)) *mux {
-	m := &mux{ln: ln, advertise: advertise, log: log, onForward: onForward,
+func newMux(ln net.Listener, advertise string, log *slog.Logger, onForward func(net.Conn),
+	dial func(addr string, timeout time.Duration) (net.Conn, error)) *mux {
+	m := &mux{ln: ln, advertise: advertise, log: log, onForward: onForward, dial: dial,
 		raftConns: make(chan net.Conn), done: make(chan struct{}),
 		pending: make(map[net.Conn]struct{})}
 	m.wg.Add(1)
@@ -159,12 +161,12 @@ func (a tcpAddr) String() string  { return string(a) }
 
 // Dial opens a Raft connection to address (raft.StreamLayer).
 func (m *mux) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialTagged(string(address), tagRaft, timeout)
+	return dialTagged(m.dial, string(address), tagRaft, timeout)
 }
 
-// dialTagged connects to addr and sends tag.
-func dialTagged(addr string, tag byte, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout("tcp", addr, timeout)
+// dialTagged connects to addr with dial and sends tag.
+func dialTagged(dial func(string, time.Duration) (net.Conn, error), addr string, tag byte, timeout time.Duration) (net.Conn, error) {
+	c, err := dial(addr, timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hutchzk/hutch/internal/faultnet"
 	"github.com/hutchzk/hutch/raftstore"
 )
 
@@ -28,6 +29,13 @@ func freePort(tb testing.TB) int {
 // startCluster runs n in-process hutch nodes forming one Raft group.
 func startCluster(tb testing.TB, n int, tick time.Duration) []*Server {
 	tb.Helper()
+	return startClusterOn(tb, nil, n, tick)
+}
+
+// startClusterOn is startCluster with the nodes' links to each other
+// dialled through network (named by Raft address); nil dials plain TCP.
+func startClusterOn(tb testing.TB, network *faultnet.Network, n int, tick time.Duration) []*Server {
+	tb.Helper()
 	peers := make(map[uint64]string, n)
 	for id := uint64(1); id <= uint64(n); id++ {
 		peers[id] = fmt.Sprintf("127.0.0.1:%d", freePort(tb))
@@ -35,13 +43,17 @@ func startCluster(tb testing.TB, n int, tick time.Duration) []*Server {
 	nodes := make([]*Server, n)
 	for i := range nodes {
 		id := uint64(i + 1)
+		rc := &raftstore.Config{NodeID: id, RaftAddr: peers[id], Peers: peers}
+		if network != nil {
+			rc.Dial = network.Dialer(peers[id])
+		}
 		s := New(Config{
 			ListenAddr:          "127.0.0.1:0",
 			AdminAddr:           "127.0.0.1:0",
 			TickTime:            tick,
 			MaxClientConnsPerIP: -1,
 			Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Raft:                &raftstore.Config{NodeID: id, RaftAddr: peers[id], Peers: peers},
+			Raft:                rc,
 		})
 		if err := s.Start(); err != nil {
 			tb.Fatalf("start node %d: %v", id, err)

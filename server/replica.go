@@ -2,12 +2,15 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"io"
 	"sync"
 	"time"
 
 	"github.com/hutchzk/hutch/raftstore"
+	"github.com/hutchzk/hutch/session"
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/wire"
 )
@@ -49,8 +52,19 @@ func newRaftCommitter(s *Server, cfg raftstore.Config) *raftCommitter {
 		s:             s,
 		cfg:           cfg,
 		pending:       make(map[uint64]*pendingProposal),
+		nextSeq:       firstSeq(),
 		touched:       make(map[int64]struct{}),
 	}
+}
+
+// firstSeq picks where this process numbers its proposals. A restarted
+// node replays entries it proposed in earlier runs; starting at a random
+// point of a 63-bit space keeps their sequence numbers from matching the
+// proposals of this run.
+func firstSeq() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.BigEndian.Uint64(b[:]) >> 1
 }
 
 // noteTouch records client activity on a session for the next report to
@@ -110,6 +124,7 @@ func (c *raftCommitter) run(ctx context.Context) {
 	quorum := time.NewTicker(100 * time.Millisecond)
 	defer quorum.Stop()
 	leaderSeen := c.s.cfg.Clock.Now()
+	var lastLeader uint64
 	for {
 		select {
 		case <-ctx.Done():
@@ -126,6 +141,13 @@ func (c *raftCommitter) run(ctx context.Context) {
 			if id, _ := c.store.Leader(); id != 0 {
 				leaderSeen = now
 				c.s.setServing(true)
+				if lastLeader != 0 && id != lastLeader {
+					c.mu.Lock()
+					upTo := c.nextSeq
+					c.mu.Unlock()
+					go c.failStranded(ctx, upTo)
+				}
+				lastLeader = id
 			} else if now.Sub(leaderSeen) > c.leaderlessLimit() {
 				c.s.setServing(false)
 			}
@@ -154,7 +176,7 @@ func (c *raftCommitter) run(ctx context.Context) {
 		}
 		first := c.nextSeq - uint64(len(batch)) + 1
 		c.mu.Unlock()
-		if err := c.store.Forward(entries); err != nil {
+		if err := c.forward(ctx, entries); err != nil {
 			c.s.log.Warn("forwarding writes failed", "err", err, "writes", len(entries))
 			for seq := first; seq < first+uint64(len(batch)); seq++ {
 				c.fail(seq)
@@ -164,6 +186,33 @@ func (c *raftCommitter) run(ctx context.Context) {
 	}
 }
 
+// forward hands entries to the leader. While an election is under way (no
+// leader known, the node asked has just stepped down, or it cannot be
+// dialled because it died) nothing was taken,
+// so it waits for the next leader and tries again, up to the leaderless
+// limit, rather than fail the writes and send their clients to another
+// node that waits for the same election.
+func (c *raftCommitter) forward(ctx context.Context, entries []raftstore.Entry) error {
+	deadline := time.Now().Add(c.leaderlessLimit())
+	for {
+		err := c.store.Forward(entries)
+		if err == nil || !(errors.Is(err, raftstore.ErrNoLeader) || errors.Is(err, raftstore.ErrNotLeader) ||
+			errors.Is(err, raftstore.ErrUnreachable)) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(leaderPoll)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+	}
+}
+
+// leaderPoll is how often forward looks for a new leader.
+const leaderPoll = 20 * time.Millisecond
+
 // leaderlessLimit is how long a node goes without a known leader before it
 // stops serving clients: two election timeouts, time enough for an
 // ordinary election.
@@ -171,7 +220,7 @@ func (c *raftCommitter) leaderlessLimit() time.Duration {
 	if c.cfg.ElectionTimeout > 0 {
 		return 2 * c.cfg.ElectionTimeout
 	}
-	return time.Second
+	return 2 * raftstore.DefaultElectionTimeout
 }
 
 // take removes and returns the proposal this node made under seq.
@@ -197,6 +246,33 @@ func (c *raftCommitter) fail(seq uint64) {
 		p.conn.out.abort()
 	}
 	close(p.done)
+}
+
+// failStranded drops the connections of writes up to seq that the old
+// leader took but that died with it: once this node has applied all the
+// new leader has, any of them not yet applied never will be. Without this
+// they would hold their sessions (and any lock they were releasing) for
+// the whole proposalTimeout.
+func (c *raftCommitter) failStranded(ctx context.Context, upTo uint64) {
+	ctx, cancel := context.WithTimeout(ctx, proposalTimeout)
+	defer cancel()
+	if err := c.store.WaitApplied(ctx); err != nil {
+		return // expireStale still bounds them
+	}
+	var stranded []uint64
+	c.mu.Lock()
+	for seq := range c.pending {
+		if seq <= upTo {
+			stranded = append(stranded, seq)
+		}
+	}
+	c.mu.Unlock()
+	if len(stranded) > 0 {
+		c.s.log.Info("dropping writes lost with the old leader", "writes", len(stranded))
+	}
+	for _, seq := range stranded {
+		c.fail(seq)
+	}
 }
 
 func (c *raftCommitter) expireStale() {
@@ -294,6 +370,8 @@ func (r replicaState) RestoreSnapshot(rd io.Reader) error {
 	s.tree = t
 	now := s.cfg.Clock.Now()
 	s.sessMu.Lock()
+	// Sessions closed in the snapshot's history must not linger here.
+	s.tracker = session.NewTracker(s.cfg.TickTime)
 	for _, id := range t.Sessions() {
 		if timeout, _, ok := t.Session(id); ok {
 			s.tracker.Add(id, time.Duration(timeout)*time.Millisecond, now)
@@ -310,7 +388,7 @@ func (s *Server) syncReplica() error {
 	if !ok {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), proposalTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, proposalTimeout)
 	defer cancel()
 	err := rc.store.WaitApplied(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {

@@ -55,6 +55,16 @@ func (c *conn) createSession(timeout time.Duration) bool {
 
 func (c *conn) reattach(id int64, passwd []byte, timeout time.Duration) bool {
 	s := c.srv
+	// In an ensemble, first catch up with the leader, as a ZooKeeper
+	// follower revalidates a session with its leader: the session may
+	// have closed elsewhere, and a write the client sent before it lost
+	// its connection may have committed since, under a new leader. The
+	// client must see that write, or a lock recipe that looks for its own
+	// node after a connection loss would miss it and queue twice.
+	if err := s.syncReplica(); err != nil {
+		s.log.Info("refusing re-attach: cannot catch up with the leader", "session", id, "ip", c.ip, "err", err)
+		return false
+	}
 	// A session moves to its newest connection; the old one is closed, as
 	// ZooKeeper closes it when a client reconnects elsewhere.
 	s.connsMu.Lock()

@@ -41,6 +41,7 @@ func run(args []string) error {
 		raftListen     = fs.String("raft-listen", "", "Raft address of this node (default: its entry in --peers)")
 		peers          = fs.String("peers", "", "static ensemble, e.g. 1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003")
 		dataDir        = fs.String("data-dir", "", "keep the Raft log and snapshots here (default: in memory)")
+		electionTO     = fs.Duration("election-timeout", raftstore.DefaultElectionTimeout, "Raft election timeout: a follower starts an election after hearing nothing from the leader for between half of it and all of it")
 		adminListen    = fs.String("admin-listen", "", "serve admin HTTP commands (/commands/ruok, /commands/digest, /commands/members) here")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -64,6 +65,7 @@ func run(args []string) error {
 	}
 	if replication != nil {
 		replication.Logger = logger
+		replication.ElectionTimeout = *electionTO
 	}
 	srv := server.New(server.Config{
 		ListenAddr:             *listen,

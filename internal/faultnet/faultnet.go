@@ -1,0 +1,119 @@
+package faultnet
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"time"
+)
+
+// ErrPartitioned is what dials and I/O return across a cut link.
+var ErrPartitioned = errors.New("faultnet: link partitioned")
+
+// Network tracks which nodes are cut off from which, by node name (any
+// string the test chooses, usually the node's listen address).
+type Network struct {
+	mu    sync.Mutex
+	cut   map[link]bool
+	conns map[*conn]struct{}
+}
+
+type link struct{ from, to string }
+
+// New returns a network with every link up.
+func New() *Network {
+	return &Network{cut: make(map[link]bool), conns: make(map[*conn]struct{})}
+}
+
+// Dialer returns the dial function node self uses to reach others; addr
+// names the target node.
+func (n *Network) Dialer(self string) func(addr string, timeout time.Duration) (net.Conn, error) {
+	return func(addr string, timeout time.Duration) (net.Conn, error) {
+		if n.isCut(self, addr) {
+			return nil, ErrPartitioned
+		}
+		nc, err := net.DialTimeout("tcp", addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		c := &conn{Conn: nc, net: n, from: self, to: addr}
+		n.mu.Lock()
+		n.conns[c] = struct{}{}
+		n.mu.Unlock()
+		// A cut made while dialling must not leave this one open.
+		if n.isCut(self, addr) {
+			c.Close()
+			return nil, ErrPartitioned
+		}
+		return c, nil
+	}
+}
+
+// Isolate cuts every link between node and the others named, both ways,
+// and closes the connections already open across them.
+func (n *Network) Isolate(node string, others ...string) {
+	n.mu.Lock()
+	for _, o := range others {
+		n.cut[link{node, o}] = true
+		n.cut[link{o, node}] = true
+	}
+	var doomed []*conn
+	for c := range n.conns {
+		if n.cut[link{c.from, c.to}] {
+			doomed = append(doomed, c)
+		}
+	}
+	n.mu.Unlock()
+	for _, c := range doomed {
+		c.Close()
+	}
+}
+
+// Heal restores every link.
+func (n *Network) Heal() {
+	n.mu.Lock()
+	clear(n.cut)
+	n.mu.Unlock()
+}
+
+func (n *Network) isCut(from, to string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cut[link{from, to}]
+}
+
+// conn is one dialled connection; closing it ends the TCP connection, so
+// the accepting side sees it go too.
+type conn struct {
+	net.Conn
+	net      *Network
+	from, to string
+	once     sync.Once
+}
+
+func (c *conn) Read(b []byte) (int, error) {
+	if c.net.isCut(c.from, c.to) {
+		c.Close()
+		return 0, ErrPartitioned
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *conn) Write(b []byte) (int, error) {
+	if c.net.isCut(c.from, c.to) {
+		c.Close()
+		return 0, ErrPartitioned
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *conn) Close() error {
+	var err error
+	c.once.Do(func() {
+		c.net.mu.Lock()
+		delete(c.net.conns, c)
+		c.net.mu.Unlock()
+		err = c.Conn.Close()
+	})
+	return err
+}

@@ -1,0 +1,48 @@
+package raftstore
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRepeatsAllow(t *testing.T) {
+	r := &repeats{last: make(map[string]*repeat)}
+	t0 := time.Unix(0, 0)
+	steps := []struct {
+		msg         string
+		at          time.Duration
+		wantOK      bool
+		wantDropped int
+	}{
+		{"a", 0, true, 0},
+		{"a", time.Second, false, 0},
+		{"b", time.Second, true, 0}, // another message is not held back
+		{"a", 2 * time.Second, false, 0},
+		{"a", repeatWindow + time.Second, true, 2},
+		{"a", repeatWindow + 2*time.Second, false, 0},
+	}
+	for i, s := range steps {
+		ok, dropped := r.allow(s.msg, t0.Add(s.at))
+		if ok != s.wantOK || dropped != s.wantDropped {
+			t.Fatalf("step %d (%s at %v): allow = %v, %d; want %v, %d", i, s.msg, s.at, ok, dropped, s.wantOK, s.wantDropped)
+		}
+	}
+}
+
+func TestHCLoggerDropsRepeatedErrors(t *testing.T) {
+	var buf bytes.Buffer
+	l := newHCLogger(slog.New(slog.NewTextHandler(&buf, nil)), "raft")
+	for range 50 {
+		l.Error("failed to heartbeat to", "peer", "x")
+		l.Named("sub").Info("entering follower state")
+	}
+	if n := strings.Count(buf.String(), "failed to heartbeat"); n != 1 {
+		t.Fatalf("repeated error logged %d times, want 1:\n%s", n, buf.String())
+	}
+	if n := strings.Count(buf.String(), "entering follower state"); n != 50 {
+		t.Fatalf("info lines logged %d times, want all 50", n)
+	}
+}
