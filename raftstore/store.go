@@ -61,7 +61,7 @@ type Config struct {
 }
 
 // DefaultElectionTimeout is loose enough that a saturated two-core machine
-// does not lose its leader mid-run (heartbeats go out every 25ms and a
+// does not lose its leader mid-run (heartbeats go out every 50ms and a
 // follower waits at least 500ms), tight enough that a crash is repaired
 // in about a second.
 const DefaultElectionTimeout = time.Second
@@ -255,6 +255,9 @@ func (s *Store) pushCommits() {
 		}
 		if s.raft.State() != raft.Leader || s.raft.LastIndex() > s.raft.AppliedIndex() {
 			continue // not ours to do, or a later entry will carry it
+		}
+		if len(s.raft.GetConfiguration().Configuration().Servers) < 2 {
+			continue // no followers to tell
 		}
 		s.raft.Apply(emptyBatch, 0)
 	}

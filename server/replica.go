@@ -188,10 +188,10 @@ func (c *raftCommitter) run(ctx context.Context) {
 
 // forward hands entries to the leader. While an election is under way (no
 // leader known, the node asked has just stepped down, or it cannot be
-// dialled because it died) nothing was taken,
-// so it waits for the next leader and tries again, up to the leaderless
-// limit, rather than fail the writes and send their clients to another
-// node that waits for the same election.
+// dialled because it died) nothing was taken, so it waits for the next
+// leader and tries again, up to the leaderless limit, rather than fail the
+// writes and send their clients to another node that waits for the same
+// election.
 func (c *raftCommitter) forward(ctx context.Context, entries []raftstore.Entry) error {
 	deadline := time.Now().Add(c.leaderlessLimit())
 	for {
