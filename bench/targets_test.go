@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"strings"
 	"testing"
 	"time"
 
@@ -62,7 +60,7 @@ func startHutch3(tb testing.TB) target {
 	const n = 3
 	peers := make(map[uint64]string, n)
 	for id := uint64(1); id <= n; id++ {
-		peers[id] = fmt.Sprintf("127.0.0.1:%d", freePort(tb))
+		peers[id] = fmt.Sprintf("127.0.0.1:%d", realzk.FreePort(tb))
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	nodes := make([]*server.Server, 0, n)
@@ -108,8 +106,7 @@ func followerAddr(tb testing.TB, t target) string {
 	deadline := time.Now().Add(leaderTimeout)
 	for time.Now().Before(deadline) {
 		for _, a := range t.addrs {
-			reply, err := realzk.FourLetterWord(a, "srvr", time.Second)
-			if err == nil && strings.Contains(reply, "Mode: follower") {
+			if realzk.Mode(a, time.Second) == "follower" {
 				return a
 			}
 		}
@@ -123,20 +120,9 @@ func followerAddr(tb testing.TB, t target) string {
 func leaders(addrs []string) int {
 	n := 0
 	for _, a := range addrs {
-		reply, err := realzk.FourLetterWord(a, "srvr", time.Second)
-		if err == nil && strings.Contains(reply, "Mode: leader") {
+		if realzk.Mode(a, time.Second) == "leader" {
 			n++
 		}
 	}
 	return n
-}
-
-func freePort(tb testing.TB) int {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,15 +15,6 @@ import (
 
 // curatorSource is the Java program TestCurator compiles and runs.
 const curatorSource = "testdata/curator/CuratorCheck.java"
-
-// curatorJars is CuratorCheck's classpath in Debian's /usr/share/java. Their
-// manifests' Class-Path entries bring in the rest (guava, jute, netty,
-// slf4j-api); slf4j-simple sends Curator's warnings to stderr, which the
-// test shows only when it fails.
-var curatorJars = []string{
-	"curator-recipes.jar", "curator-framework.jar", "curator-client.jar",
-	"zookeeper.jar", "slf4j-simple.jar",
-}
 
 // curatorRunTimeout bounds one JVM running every scenario; each scenario
 // has its own, shorter, limit inside CuratorCheck.
@@ -39,7 +28,7 @@ type curatorResult map[string]string
 // counters, container parents and protected creates. One JVM per target
 // runs every scenario; each scenario is a subtest checking what it printed.
 func TestCurator(t *testing.T) {
-	classes := compileCurator(t)
+	classes := realzk.CompileCurator(t, curatorSource)
 	forEachBusyTarget(t, func(t *testing.T, _, addr string) {
 		results := runCurator(t, classes, addr)
 		for _, sc := range curatorScenarios {
@@ -58,42 +47,6 @@ func TestCurator(t *testing.T) {
 			})
 		}
 	})
-}
-
-// curatorClasspath returns the jars CuratorCheck needs, or skips the test
-// (fails it under CI) when java, javac or a jar is missing.
-func curatorClasspath(tb testing.TB) []string {
-	tb.Helper()
-	for _, tool := range []string{"java", "javac"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			realzk.Unavailable(tb, tool+" (Debian's default-jdk-headless)")
-		}
-	}
-	cp := make([]string, len(curatorJars))
-	for i, jar := range curatorJars {
-		cp[i] = filepath.Join(realzk.JavaDir, jar)
-		if _, err := os.Stat(cp[i]); err != nil {
-			realzk.Unavailable(tb, cp[i]+" (Debian's libcurator-*-java, libzookeeper-java, libslf4j-java)")
-		}
-	}
-	return cp
-}
-
-// compileCurator compiles CuratorCheck once for TestCurator, into a
-// directory removed when the test ends, and returns the classpath that runs
-// it. Both targets share the one compile.
-func compileCurator(t *testing.T) string {
-	t.Helper()
-	cp := curatorClasspath(t)
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "javac", "-nowarn", "-encoding", "UTF-8",
-		"-cp", strings.Join(cp, ":"), "-d", dir, curatorSource).CombinedOutput()
-	if err != nil {
-		t.Fatalf("javac %s: %v\n%s", curatorSource, err, out)
-	}
-	return strings.Join(append([]string{dir}, cp...), ":")
 }
 
 // runCurator runs CuratorCheck against addr and returns its results by

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/hutchzk/hutch/internal/faultnet"
 )
 
 // TestRecipeCrashedHolder is the crash safety every ZooKeeper lock relies
@@ -33,8 +35,8 @@ func TestRecipeCrashedHolder(t *testing.T) {
 			t.Fatalf("create %s: %v", counter, err)
 		}
 		st := newRecipeStats(1 + waiters)
-		proxy := startRecipeProxy(t, addr)
-		holder := recipeConnect(t, proxy.addr(), recipeSessionOpts{timeout: recipeSessionTimeout})
+		proxy := faultnet.StartProxy(t, addr)
+		holder := recipeConnect(t, proxy.Addr(), recipeSessionOpts{timeout: recipeSessionTimeout})
 		ws := make([]*recipeSession, waiters)
 		for i := range ws {
 			ws[i] = recipeConnect(t, addr, recipeSessionOpts{})
@@ -91,7 +93,7 @@ func TestRecipeCrashedHolder(t *testing.T) {
 		st.done()
 		st.handoffs.Add(1) // the crash hands the lock to the first waiter
 		cutAt := time.Now()
-		proxy.sever()
+		proxy.Sever()
 		if ok, _, err := admin.conn.Exists(holderNode); err != nil || !ok {
 			t.Errorf("right after the cut: %s exists=%v (err %v); the node must outlive the TCP connection until the session expires", holderNode, ok, err)
 		}
@@ -126,7 +128,7 @@ func TestRecipeCrashedHolder(t *testing.T) {
 
 		// The dead client comes back: its session is over.
 		mark := holder.mark()
-		proxy.heal()
+		proxy.Heal()
 		if err := holder.waitState(mark, zk.StateExpired, recipeFailoverTimeout); err != nil {
 			t.Fatalf("holder after heal: %v", err)
 		}

@@ -120,7 +120,7 @@ type recipeSession struct {
 // recipeSessionOpts tunes recipeConnect; zero values take defaults.
 type recipeSessionOpts struct {
 	timeout time.Duration  // requested session timeout, 10 s by default
-	dialer  zk.Dialer      // e.g. through a recipeProxy
+	dialer  zk.Dialer      // e.g. through a faultnet.Proxy
 	onState func(zk.State) // see recipeSession.onState
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/hutchzk/hutch/internal/faultnet"
 )
 
 const (
@@ -24,7 +26,7 @@ const (
 type recipeCandidate struct {
 	id    string
 	sess  *recipeSession
-	proxy *recipeProxy
+	proxy *faultnet.Proxy
 	st    *recipeStats
 	sig   *recipeSignal
 
@@ -126,8 +128,8 @@ func TestRecipeLeaderElection(t *testing.T) {
 		cands := make([]*recipeCandidate, n)
 		for i := range cands {
 			c := &recipeCandidate{id: fmt.Sprintf("instance-%d", i), st: st, sig: sig}
-			c.proxy = startRecipeProxy(t, addr)
-			c.sess = recipeConnect(t, c.proxy.addr(), recipeSessionOpts{timeout: recipeSessionTimeout, onState: c.onState})
+			c.proxy = faultnet.StartProxy(t, addr)
+			c.sess = recipeConnect(t, c.proxy.Addr(), recipeSessionOpts{timeout: recipeSessionTimeout, onState: c.onState})
 			cands[i] = c
 		}
 
@@ -179,7 +181,7 @@ func TestRecipeLeaderElection(t *testing.T) {
 		// the instance node with it, lives on until it expires.
 		second.gone.Store(true)
 		cutAt := time.Now()
-		second.proxy.sever()
+		second.proxy.Sever()
 		excluded[second] = true
 		if data, stat, err := admin.conn.Get(recipeElectionInstance); err != nil {
 			t.Errorf("right after the cut: get %s: %v, want the cut leader's node", recipeElectionInstance, err)

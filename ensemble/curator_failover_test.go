@@ -2,6 +2,7 @@ package ensemble
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -23,42 +24,6 @@ import (
 // curatorFailoverSource is the Java program TestEnsembleCuratorMutexFailover
 // compiles and runs.
 const curatorFailoverSource = "testdata/CuratorFailover.java"
-
-// curatorJars is its classpath in Debian's /usr/share/java; their
-// manifests' Class-Path entries bring in the rest (guava, jute, netty,
-// slf4j-api). The same list as conformance's TestCurator.
-var curatorJars = []string{
-	"curator-recipes.jar", "curator-framework.jar", "curator-client.jar",
-	"zookeeper.jar", "slf4j-simple.jar",
-}
-
-// compileJava compiles src against Debian's Curator jars into a directory
-// removed when the test ends and returns the classpath that runs it. It
-// skips the test (fails it under CI) when java, javac or a jar is missing.
-func compileJava(tb testing.TB, src string) string {
-	tb.Helper()
-	for _, tool := range []string{"java", "javac"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			realzk.Unavailable(tb, tool+" (Debian's default-jdk-headless)")
-		}
-	}
-	cp := []string{tb.TempDir()}
-	for _, jar := range curatorJars {
-		p := filepath.Join(realzk.JavaDir, jar)
-		if _, err := os.Stat(p); err != nil {
-			realzk.Unavailable(tb, p+" (Debian's libcurator-*-java, libzookeeper-java, libslf4j-java)")
-		}
-		cp = append(cp, p)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "javac", "-nowarn", "-encoding", "UTF-8",
-		"-cp", strings.Join(cp[1:], ":"), "-d", cp[0], src).CombinedOutput()
-	if err != nil {
-		tb.Fatalf("javac %s: %v\n%s", src, err, out)
-	}
-	return strings.Join(cp, ":")
-}
 
 // curatorRun is one CuratorFailover process and what it has printed.
 type curatorRun struct {
@@ -235,7 +200,7 @@ func TestEnsembleCuratorMutexFailover(t *testing.T) {
 		runLimit = 60 * time.Second
 		jvmLimit = 50 * time.Second
 	)
-	classpath := compileJava(t, curatorFailoverSource)
+	classpath := realzk.CompileCurator(t, curatorFailoverSource)
 	e := startEnsemble(t, 3, true)
 	admin := e.dial(e.addrs()...)
 	if _, err := admin.Create("/mutex", nil, 0, openACL); err != nil {
@@ -260,11 +225,7 @@ func TestEnsembleCuratorMutexFailover(t *testing.T) {
 	r.diagnose = func() string {
 		var b strings.Builder
 		for _, nd := range e.nodes {
-			out, err := realzk.FourLetterWord(nd.clientAddr, "srvr", time.Second)
-			mode := "down"
-			if i := strings.Index(out, "Mode: "); err == nil && i >= 0 {
-				mode = strings.Fields(out[i+6:])[0]
-			}
+			mode := cmp.Or(realzk.Mode(nd.clientAddr, time.Second), "down")
 			fmt.Fprintf(&b, "node %d %s; ", nd.id, mode)
 		}
 		err := within(5*time.Second, func() error {

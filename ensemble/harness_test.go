@@ -167,9 +167,7 @@ func (e *ensemble) start(nd *node) error {
 // be gone.
 func (e *ensemble) kill(nd *node) {
 	e.tb.Helper()
-	nd.mu.Lock()
-	p := nd.proc
-	nd.mu.Unlock()
+	p := nd.current()
 	if p == nil {
 		return
 	}
@@ -184,9 +182,7 @@ func (e *ensemble) kill(nd *node) {
 // stopAll ends every live process by its pid: SIGTERM, then SIGKILL.
 func (e *ensemble) stopAll() {
 	for _, nd := range e.nodes {
-		nd.mu.Lock()
-		p := nd.proc
-		nd.mu.Unlock()
+		p := nd.current()
 		if p == nil {
 			continue
 		}
@@ -214,22 +210,7 @@ func (e *ensemble) likelyLeader() *node {
 	var best *node
 	var bestAt time.Time
 	for _, nd := range e.nodes {
-		nd.mu.Lock()
-		p := nd.proc
-		nd.mu.Unlock()
-		if p == nil {
-			continue
-		}
-		select {
-		case <-p.exited:
-			continue
-		default:
-		}
-		b, err := os.ReadFile(p.logFile)
-		if err != nil {
-			continue
-		}
-		for _, m := range leaderTime.FindAllSubmatch(b, -1) {
+		for _, m := range leaderTime.FindAllSubmatch(nd.liveLog(), -1) {
 			at, err := time.Parse(time.RFC3339Nano, string(m[1]))
 			if err == nil && at.After(bestAt) {
 				best, bestAt = nd, at
@@ -252,22 +233,30 @@ func (e *ensemble) elections() int {
 // electionsOf counts the elections the node's current process has won, or
 // 0 if it is not running.
 func (e *ensemble) electionsOf(nd *node) int {
+	return len(leaderTime.FindAll(nd.liveLog(), -1))
+}
+
+// current returns the node's latest process, or nil if it never started.
+func (nd *node) current() *process {
 	nd.mu.Lock()
-	p := nd.proc
-	nd.mu.Unlock()
+	defer nd.mu.Unlock()
+	return nd.proc
+}
+
+// liveLog returns the log of the node's running process, or nil when it
+// is not running or the log cannot be read.
+func (nd *node) liveLog() []byte {
+	p := nd.current()
 	if p == nil {
-		return 0
+		return nil
 	}
 	select {
 	case <-p.exited:
-		return 0
+		return nil
 	default:
 	}
-	b, err := os.ReadFile(p.logFile)
-	if err != nil {
-		return 0
-	}
-	return len(leaderTime.FindAll(b, -1))
+	b, _ := os.ReadFile(p.logFile)
+	return b
 }
 
 // digest returns the node's tree digest and last zxid from its admin
@@ -297,14 +286,15 @@ func (e *ensemble) waitDigestsEqual(limit time.Duration) string {
 	var seen []string
 	for {
 		seen = seen[:0]
+		answered := true
 		for _, nd := range e.nodes {
 			d, err := e.digest(nd)
 			if err != nil {
-				d = err.Error()
+				d, answered = err.Error(), false
 			}
 			seen = append(seen, d)
 		}
-		if seen[0] != "" && !strings.Contains(seen[0], " ") && allEqual(seen) {
+		if answered && allEqual(seen) {
 			return seen[0]
 		}
 		if time.Now().After(deadline) {

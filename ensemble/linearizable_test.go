@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -138,8 +137,7 @@ func (h *history) operations() []porcupine.Operation {
 // leaderNow returns the live node whose srvr reports Mode: leader.
 func (e *ensemble) leaderNow() *node {
 	for _, nd := range e.nodes {
-		out, err := realzk.FourLetterWord(nd.clientAddr, "srvr", 500*time.Millisecond)
-		if err == nil && strings.Contains(out, "Mode: leader") {
+		if realzk.Mode(nd.clientAddr, 500*time.Millisecond) == "leader" {
 			return nd
 		}
 	}

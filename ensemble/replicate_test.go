@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/hutchzk/hutch/internal/faultnet"
 )
 
 // TestEnsembleReplicates: a write through each node is seen on every node
@@ -178,8 +179,8 @@ func TestEnsembleRestartAll(t *testing.T) {
 	sid := holder.SessionID()
 	// A second session, whose client goes away for good while the nodes
 	// are down, must still expire after the restart.
-	proxy := newCutProxy(t, e.nodes[0].clientAddr)
-	abandoned, _, err := zk.Connect([]string{proxy.addr()}, 4*time.Second, zk.WithLogger(log.New(io.Discard, "", 0)))
+	proxy := faultnet.StartProxy(t, e.nodes[0].clientAddr)
+	abandoned, _, err := zk.Connect([]string{proxy.Addr()}, 4*time.Second, zk.WithLogger(log.New(io.Discard, "", 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func TestEnsembleRestartAll(t *testing.T) {
 	for _, err := range errs {
 		t.Errorf("with the ensemble healthy: %v", err)
 	}
-	proxy.cut()
+	proxy.Sever()
 	for _, nd := range e.nodes {
 		e.kill(nd)
 	}
@@ -289,52 +290,4 @@ func TestEnsembleRestartAll(t *testing.T) {
 		t.Fatalf("the abandoned session's ephemeral: %v", err)
 	}
 	t.Logf("abandoned session (4s timeout) expired %v after the check began", time.Since(expiry).Round(time.Millisecond))
-}
-
-// cutProxy forwards TCP connections to one address until cut, then
-// refuses new ones and drops those open: a client that vanished.
-type cutProxy struct {
-	ln    net.Listener
-	mu    sync.Mutex // guards conns
-	conns []net.Conn
-}
-
-func newCutProxy(t *testing.T, target string) *cutProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{ln: ln}
-	t.Cleanup(p.cut)
-	go func() {
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.DialTimeout("tcp", target, 5*time.Second)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, in, out)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(out, in); out.Close() }()
-			go func() { _, _ = io.Copy(in, out); in.Close() }()
-		}
-	}()
-	return p
-}
-
-func (p *cutProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *cutProxy) cut() {
-	p.ln.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
 }

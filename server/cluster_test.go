@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -13,18 +12,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/hutchzk/hutch/internal/faultnet"
+	"github.com/hutchzk/hutch/internal/realzk"
 	"github.com/hutchzk/hutch/raftstore"
 )
-
-func freePort(tb testing.TB) int {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // startCluster runs n in-process hutch nodes forming one Raft group.
 func startCluster(tb testing.TB, n int, tick time.Duration) []*Server {
@@ -38,7 +28,7 @@ func startClusterOn(tb testing.TB, network *faultnet.Network, n int, tick time.D
 	tb.Helper()
 	peers := make(map[uint64]string, n)
 	for id := uint64(1); id <= uint64(n); id++ {
-		peers[id] = fmt.Sprintf("127.0.0.1:%d", freePort(tb))
+		peers[id] = fmt.Sprintf("127.0.0.1:%d", realzk.FreePort(tb))
 	}
 	nodes := make([]*Server, n)
 	for i := range nodes {
@@ -202,7 +192,7 @@ func TestClusterLeaderFailover(t *testing.T) {
 // acknowledged write and the ephemerals of sessions that did not expire.
 func TestDurableRestart(t *testing.T) {
 	dir := t.TempDir()
-	raftAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	raftAddr := fmt.Sprintf("127.0.0.1:%d", realzk.FreePort(t))
 	open := func() *Server {
 		s := New(Config{
 			ListenAddr: "127.0.0.1:0",
@@ -291,10 +281,15 @@ func TestClusterDigestAndQuorumLoss(t *testing.T) {
 	_ = nodes[0].Close()
 	_ = nodes[1].Close()
 	held.expectClosed()
-	waitFor(t, 20*time.Second, "the minority node to refuse clients", func() bool {
-		r := dialRaw(t, survivor.Addr().String())
-		_ = r.nc.SetReadDeadline(time.Now().Add(2 * time.Second))
-		_, err := r.nc.Read(make([]byte, 1))
-		return err == io.EOF
-	})
+	waitFor(t, 20*time.Second, "the minority node to refuse clients", func() bool { return refusesClients(t, survivor) })
+}
+
+// refusesClients reports whether s closes a new connection at once, as a
+// node without a leader does.
+func refusesClients(tb testing.TB, s *Server) bool {
+	r := dialRaw(tb, s.Addr().String())
+	defer r.nc.Close()
+	_ = r.nc.SetReadDeadline(time.Now().Add(2 * time.Second))
+	_, err := r.nc.Read(make([]byte, 1))
+	return err == io.EOF
 }

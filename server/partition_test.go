@@ -91,13 +91,7 @@ func TestClusterPartitionedLeader(t *testing.T) {
 	}
 	// While cut off, the old leader refuses new sessions rather than serve
 	// a stale tree.
-	waitFor(t, 10*time.Second, "the cut-off node to refuse clients", func() bool {
-		r := dialRaw(t, old.Addr().String())
-		defer r.nc.Close()
-		_ = r.nc.SetReadDeadline(time.Now().Add(2 * time.Second))
-		_, err := r.nc.Read(make([]byte, 1))
-		return err != nil && !isTimeout(err)
-	})
+	waitFor(t, 10*time.Second, "the cut-off node to refuse clients", func() bool { return refusesClients(t, old) })
 
 	network.Heal()
 	healed := time.Now()
@@ -142,11 +136,6 @@ func TestClusterPartitionedLeader(t *testing.T) {
 	if _, err := back.Create("/healed", nil, 0, openACL); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		t.Fatalf("write through the healed node: %v", err)
 	}
-}
-
-func isTimeout(err error) bool {
-	var ne interface{ Timeout() bool }
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // TestClusterReattachCatchesUp: a session re-attaching on a node that is

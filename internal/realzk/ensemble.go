@@ -99,7 +99,7 @@ func StartEnsemble(tb testing.TB, n int) []*Server {
 	for {
 		ready := true
 		for i, s := range servers {
-			modes[i] = quorumMode(s.Addr)
+			modes[i] = Mode(s.Addr, 2*time.Second)
 			if modes[i] != "leader" && modes[i] != "follower" {
 				ready = false
 			}
@@ -145,10 +145,11 @@ func quorumConfig(dir string, id int, members string, cmd *exec.Cmd) error {
 	return fmt.Errorf("no main class in %q", cmd.Args)
 }
 
-// quorumMode returns the Mode line of srvr at addr, or "" when it cannot
-// tell (not serving yet, connection refused).
-func quorumMode(addr string) string {
-	reply, err := FourLetterWord(addr, "srvr", 2*time.Second)
+// Mode returns the Mode line of srvr at addr (standalone, leader,
+// follower), or "" when it cannot tell (not serving, connection refused).
+// ZooKeeper and hutch both answer it.
+func Mode(addr string, timeout time.Duration) string {
+	reply, err := FourLetterWord(addr, "srvr", timeout)
 	if err != nil {
 		return ""
 	}

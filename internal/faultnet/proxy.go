@@ -1,4 +1,4 @@
-package conformance
+package faultnet
 
 import (
 	"io"
@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// recipeProxy forwards TCP connections to a server until it is severed:
-// then it closes every connection it carries and refuses new ones, so a
-// session behind it loses its TCP connection without being closed, as when
-// a client host dies or is partitioned. heal lets connections through again.
-type recipeProxy struct {
+// Proxy forwards TCP connections to a server until it is severed: then it
+// closes every connection it carries and refuses new ones, so a session
+// behind it loses its TCP connection without being closed, as when a client
+// host dies or is partitioned. Heal lets connections through again.
+type Proxy struct {
 	target string
 	ln     net.Listener
 	wg     sync.WaitGroup // accept loop and copiers
@@ -22,25 +22,25 @@ type recipeProxy struct {
 	conns map[net.Conn]struct{}
 }
 
-// startRecipeProxy listens on a free loopback port and forwards to target;
-// it is closed when tb ends.
-func startRecipeProxy(tb testing.TB, target string) *recipeProxy {
+// StartProxy listens on a free loopback port and forwards to target; it is
+// closed when tb ends.
+func StartProxy(tb testing.TB, target string) *Proxy {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatalf("proxy listen: %v", err)
 	}
-	p := &recipeProxy{target: target, ln: ln, conns: make(map[net.Conn]struct{})}
+	p := &Proxy{target: target, ln: ln, conns: make(map[net.Conn]struct{})}
 	p.wg.Add(1)
 	go p.acceptLoop()
 	tb.Cleanup(p.close)
 	return p
 }
 
-// addr is the address clients dial instead of the server's.
-func (p *recipeProxy) addr() string { return p.ln.Addr().String() }
+// Addr is the address clients dial instead of the server's.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-func (p *recipeProxy) acceptLoop() {
+func (p *Proxy) acceptLoop() {
 	defer p.wg.Done()
 	for {
 		c, err := p.ln.Accept()
@@ -76,7 +76,7 @@ func (p *recipeProxy) acceptLoop() {
 }
 
 // pipe copies one direction; when it ends, both sides are closed.
-func (p *recipeProxy) pipe(dst, src net.Conn) {
+func (p *Proxy) pipe(dst, src net.Conn) {
 	defer p.wg.Done()
 	_, _ = io.Copy(dst, src)
 	dst.Close()
@@ -87,8 +87,8 @@ func (p *recipeProxy) pipe(dst, src net.Conn) {
 	p.mu.Unlock()
 }
 
-// sever closes every forwarded connection and refuses new ones until heal.
-func (p *recipeProxy) sever() {
+// Sever closes every forwarded connection and refuses new ones until Heal.
+func (p *Proxy) Sever() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = true
@@ -97,15 +97,15 @@ func (p *recipeProxy) sever() {
 	}
 }
 
-// heal lets new connections through again.
-func (p *recipeProxy) heal() {
+// Heal lets new connections through again.
+func (p *Proxy) Heal() {
 	p.mu.Lock()
 	p.cut = false
 	p.mu.Unlock()
 }
 
-func (p *recipeProxy) close() {
+func (p *Proxy) close() {
 	p.ln.Close()
-	p.sever()
+	p.Sever()
 	p.wg.Wait()
 }

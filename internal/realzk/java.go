@@ -1,0 +1,51 @@
+package realzk
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// curatorJars is the classpath of a Curator program in JavaDir; their
+// manifests' Class-Path entries bring in the rest (guava, jute, netty,
+// slf4j-api). slf4j-simple sends Curator's warnings to stderr.
+var curatorJars = []string{
+	"curator-recipes.jar", "curator-framework.jar", "curator-client.jar",
+	"zookeeper.jar", "slf4j-simple.jar",
+}
+
+// javacTimeout bounds one javac run, JVM start included.
+const javacTimeout = 60 * time.Second
+
+// CompileCurator compiles the Java program src against Debian's Curator
+// and ZooKeeper jars into a directory removed when tb ends, and returns the
+// classpath that runs it. It skips tb (fails it under CI) when java, javac
+// or a jar is missing.
+func CompileCurator(tb testing.TB, src string) string {
+	tb.Helper()
+	for _, tool := range []string{"java", "javac"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			Unavailable(tb, tool+" (Debian's default-jdk-headless)")
+		}
+	}
+	jars := make([]string, len(curatorJars))
+	for i, jar := range curatorJars {
+		jars[i] = filepath.Join(JavaDir, jar)
+		if _, err := os.Stat(jars[i]); err != nil {
+			Unavailable(tb, jars[i]+" (Debian's libcurator-*-java, libzookeeper-java, libslf4j-java)")
+		}
+	}
+	dir := tb.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), javacTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "javac", "-nowarn", "-encoding", "UTF-8",
+		"-cp", strings.Join(jars, ":"), "-d", dir, src).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("javac %s: %v\n%s", src, err, out)
+	}
+	return strings.Join(append([]string{dir}, jars...), ":")
+}
