@@ -75,6 +75,7 @@ func startHutch3(tb testing.TB) target {
 				RaftAddr: peers[id],
 				Peers:    peers,
 				DataDir:  tb.TempDir(),
+				Secret:   []byte("benchmark ensemble secret"),
 			},
 		})
 		if err := s.Start(); err != nil {

@@ -201,7 +201,7 @@ func TestEnsembleCuratorMutexFailover(t *testing.T) {
 		jvmLimit = 50 * time.Second
 	)
 	classpath := realzk.CompileCurator(t, curatorFailoverSource)
-	e := startEnsemble(t, 3, true)
+	e := startEnsemble(t, 3)
 	admin := e.dial(e.addrs()...)
 	if _, err := admin.Create("/mutex", nil, 0, openACL); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package ensemble
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,7 +47,7 @@ type node struct {
 	clientAddr string
 	raftAddr   string
 	adminAddr  string // admin HTTP: /commands/digest
-	dataDir    string // "" keeps the Raft state in memory
+	dataDir    string
 
 	mu          sync.Mutex // guards the fields below
 	incarnation int
@@ -62,18 +63,24 @@ type process struct {
 
 // ensemble is a set of hutch processes sharing one --peers list.
 type ensemble struct {
-	tb    testing.TB
-	bin   string
-	base  string
-	peers string
-	nodes []*node
+	tb         testing.TB
+	bin        string
+	base       string
+	peers      string
+	secretFile string
+	nodes      []*node
 }
 
-// startEnsemble runs n hutch processes forming one Raft group and returns
-// once a write through node 1 succeeds (a leader is elected).
-func startEnsemble(tb testing.TB, n int, persistent bool) *ensemble {
+// startEnsemble runs n hutch processes forming one Raft group, each with
+// its own data directory and the ensemble's shared peer secret, and
+// returns once a write through node 1 succeeds (a leader is elected).
+func startEnsemble(tb testing.TB, n int) *ensemble {
 	tb.Helper()
 	e := &ensemble{tb: tb, bin: realzk.BuildHutch(tb), base: tb.TempDir()}
+	e.secretFile = filepath.Join(e.base, "peer-secret")
+	if err := os.WriteFile(e.secretFile, []byte(rand.Text()), 0o600); err != nil {
+		tb.Fatal(err)
+	}
 	var peers []string
 	for i := 1; i <= n; i++ {
 		nd := &node{
@@ -82,9 +89,7 @@ func startEnsemble(tb testing.TB, n int, persistent bool) *ensemble {
 			raftAddr:   "127.0.0.1:" + strconv.Itoa(realzk.FreePort(tb)),
 			adminAddr:  "127.0.0.1:" + strconv.Itoa(realzk.FreePort(tb)),
 		}
-		if persistent {
-			nd.dataDir = filepath.Join(e.base, fmt.Sprintf("data-%d", i))
-		}
+		nd.dataDir = filepath.Join(e.base, fmt.Sprintf("data-%d", i))
 		e.nodes = append(e.nodes, nd)
 		peers = append(peers, fmt.Sprintf("%d=%s", i, nd.raftAddr))
 	}
@@ -123,9 +128,8 @@ func (e *ensemble) start(nd *node) error {
 		"--peers", e.peers,
 		"--max-client-conns", "0",
 		"--admin-listen", nd.adminAddr,
-	}
-	if nd.dataDir != "" {
-		args = append(args, "--data-dir", nd.dataDir)
+		"--data-dir", nd.dataDir,
+		"--peer-secret-file", e.secretFile,
 	}
 	out, err := os.Create(logFile)
 	if err != nil {

@@ -205,7 +205,7 @@ func TestEnsembleLeaderKill(t *testing.T) {
 		initialStock = 1_000_000
 		perPhase     = 30 // decrements to see before a kill and after it
 	)
-	e := startEnsemble(t, 3, true)
+	e := startEnsemble(t, 3)
 	admin := e.dial(e.addrs()...)
 	for _, p := range []string{"/lock"} {
 		if _, err := admin.Create(p, nil, 0, openACL); err != nil {

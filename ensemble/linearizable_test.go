@@ -164,7 +164,7 @@ func (e *ensemble) waitLeader(except *node, limit time.Duration) (*node, time.Du
 // the history has a linearization. It also times each election.
 func TestEnsembleLinearizable(t *testing.T) {
 	const keys = 3
-	e := startEnsemble(t, 3, true)
+	e := startEnsemble(t, 3)
 	admin := e.dial(e.addrs()...)
 	for k := range keys {
 		if _, err := admin.Create(fmt.Sprintf("/k%d", k), []byte("init"), 0, openACL); err != nil {

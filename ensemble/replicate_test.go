@@ -20,7 +20,7 @@ import (
 // TestEnsembleReplicates: a write through each node is seen on every node
 // after sync.
 func TestEnsembleReplicates(t *testing.T) {
-	e := startEnsemble(t, 3, false)
+	e := startEnsemble(t, 3)
 	clients := make([]*zk.Conn, len(e.nodes))
 	for i, nd := range e.nodes {
 		clients[i] = e.dial(nd.clientAddr)
@@ -96,7 +96,7 @@ func checkEphemerals(t *testing.T, e *ensemble, sid int64, paths []string) {
 // to another node with its ephemerals, and the restarted node catches up
 // to the same tree with every acknowledged write.
 func TestEnsembleRestartOne(t *testing.T) {
-	e := startEnsemble(t, 3, true)
+	e := startEnsemble(t, 3)
 	holder, held := holdEphemerals(t, e)
 	sid := holder.SessionID()
 	var victim *node
@@ -174,7 +174,7 @@ func TestEnsembleRestartOne(t *testing.T) {
 func TestEnsembleRestartAll(t *testing.T) {
 	const n = 300
 	const workers = 6
-	e := startEnsemble(t, 3, true)
+	e := startEnsemble(t, 3)
 	holder, held := holdEphemerals(t, e)
 	sid := holder.SessionID()
 	// A second session, whose client goes away for good while the nodes

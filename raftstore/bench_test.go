@@ -27,7 +27,7 @@ func BenchmarkPropose(b *testing.B) {
 					})
 					leader = waitLeader(b, 5*time.Second, nodes...)
 				}
-				entries := createBatch(1, "/bench/", batch)
+				entries := encode(b, createBatch(1, "/bench/", batch))
 				const window = 128
 				inflight := make([]raft.ApplyFuture, 0, window)
 				b.ReportAllocs()
@@ -39,7 +39,7 @@ func BenchmarkPropose(b *testing.B) {
 						}
 						inflight = inflight[1:]
 					}
-					inflight = append(inflight, leader.Propose(entries))
+					inflight = append(inflight, leader.append(entries))
 				}
 				for _, f := range inflight {
 					if err := f.Error(); err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/hutchzk/hutch/zkdb"
 )
 
 // waitAllApplied runs WaitApplied on every node and checks that their trees
@@ -46,9 +48,7 @@ func TestClusterForward(t *testing.T) {
 	leader := waitLeader(t, 5*time.Second, nodes...)
 	f := followers(nodes, leader)[0]
 
-	if err := f.Forward(createBatch(f.cfg.NodeID, "/f", 10)); err != nil {
-		t.Fatalf("forward: %v", err)
-	}
+	forward(t, f, createBatch(f.cfg.NodeID, "/f", 10)...)
 	_, zxid := waitAllApplied(t, nodes...)
 	if zxid != 10 {
 		t.Fatalf("last zxid %d, want 10", zxid)
@@ -58,9 +58,7 @@ func TestClusterForward(t *testing.T) {
 			t.Fatalf("node %d lacks /f9", n.cfg.NodeID)
 		}
 		// The origin id survives the trip, so the server can route replies.
-		n.app.mu.RLock()
-		last := n.app.applied[len(n.app.applied)-1]
-		n.app.mu.RUnlock()
+		last := n.app.lastApplied()
 		if last.Origin != f.cfg.NodeID || last.Seq != 9 {
 			t.Fatalf("node %d applied origin %d seq %d, want %d 9", n.cfg.NodeID, last.Origin, last.Seq, f.cfg.NodeID)
 		}
@@ -70,7 +68,8 @@ func TestClusterForward(t *testing.T) {
 	errs := make(chan error, 40)
 	for i := range 40 {
 		from := nodes[i%3]
-		go func() { errs <- from.Forward([]Entry{createEntry(from.cfg.NodeID, fmt.Sprintf("/c%d", i))}) }()
+		cmds := encode(t, []zkdb.Command{createCommand(from.cfg.NodeID, fmt.Sprintf("/c%d", i))})
+		go func() { errs <- from.Forward(context.Background(), cmds) }()
 	}
 	for range 40 {
 		if err := <-errs; err != nil {
@@ -81,18 +80,16 @@ func TestClusterForward(t *testing.T) {
 		t.Fatalf("last zxid %d, want 50", zxid)
 	}
 
-	// Proposing on a follower fails; the caller must forward instead.
-	if err := f.Propose([]Entry{createEntry(1, "/x")}).Error(); err == nil {
-		t.Fatal("propose on a follower succeeded")
+	// Appending on a follower fails; the caller must forward instead.
+	if err := f.append(encode(t, []zkdb.Command{createCommand(1, "/x")})).Error(); err == nil {
+		t.Fatal("append on a follower succeeded")
 	}
 }
 
 func TestLeaderFailover(t *testing.T) {
 	nodes := startCluster(t, 3, nil)
 	leader := waitLeader(t, 5*time.Second, nodes...)
-	if err := leader.Forward(createBatch(leader.cfg.NodeID, "/before", 5)); err != nil {
-		t.Fatal(err)
-	}
+	forward(t, leader, createBatch(leader.cfg.NodeID, "/before", 5)...)
 	waitAllApplied(t, nodes...)
 
 	rest := followers(nodes, leader)
@@ -109,9 +106,7 @@ func TestLeaderFailover(t *testing.T) {
 	t.Logf("new leader %d after %v (election timeout %v)", newLeader.cfg.NodeID, time.Since(start), cfg.ElectionTimeout)
 
 	for _, n := range rest {
-		if err := n.Forward([]Entry{createEntry(n.cfg.NodeID, fmt.Sprintf("/after%d", n.cfg.NodeID))}); err != nil {
-			t.Fatalf("forward from %d after failover: %v", n.cfg.NodeID, err)
-		}
+		forward(t, n, createCommand(n.cfg.NodeID, fmt.Sprintf("/after%d", n.cfg.NodeID)))
 	}
 	if _, zxid := waitAllApplied(t, rest...); zxid != 7 {
 		t.Fatalf("last zxid %d, want 7", zxid)
@@ -129,9 +124,7 @@ func TestInstallSnapshotToLaggingNode(t *testing.T) {
 		}
 	})
 	leader := waitLeader(t, 5*time.Second, nodes...)
-	if err := leader.Forward(createBatch(1, "/early", 3)); err != nil {
-		t.Fatal(err)
-	}
+	forward(t, leader, createBatch(1, "/early", 3)...)
 	waitAllApplied(t, nodes...)
 
 	// Take node 3 down (electing a new leader if it led), write far past
@@ -141,9 +134,7 @@ func TestInstallSnapshotToLaggingNode(t *testing.T) {
 	live := nodes[:2]
 	leader = waitLeader(t, 5*time.Second, live...)
 	for i := range 50 {
-		if err := leader.Propose([]Entry{createEntry(1, fmt.Sprintf("/late%d", i))}).Error(); err != nil {
-			t.Fatalf("propose %d: %v", i, err)
-		}
+		propose(t, leader, createCommand(1, fmt.Sprintf("/late%d", i)))
 	}
 	if err := leader.raft.Snapshot().Error(); err != nil {
 		t.Fatalf("snapshot: %v", err)

@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -9,38 +10,48 @@ import (
 	"io"
 	"net"
 	"time"
+
+	"github.com/hutchzk/hutch/zkdb"
 )
 
-// Forwarding protocol, on connections tagged 'F'. The follower sends
+// Forwarding protocol, on authenticated connections tagged 'F'. The
+// follower sends
 //
 //	uint32 length | kind | payload
 //
-// where kind is frameBatch (payload: a batch in the command codec) or
-// frameIndex (no payload: "what index must I reach for sync?"). The leader
-// answers each frame, in order, with
+// where kind is frameCommands (payload: commands as zkdb.AppendCommands
+// writes them), frameIndex (no payload: "what index must I reach for
+// sync?") or frameTouches (payload: uvarint count, varint session ids:
+// sessions its clients were active on). The leader answers each frame, in
+// order, with
 //
 //	status | uint64 value
 //
-// value being the index for frameIndex. A batch is acknowledged once it is
-// handed to Raft, not once committed; the origin learns the outcome when the
-// entries reach its own Applier.
+// value being the index for frameIndex. Commands are acknowledged once
+// handed to Raft, not once committed; the origin learns the outcome when
+// they reach its own state.
 const (
-	frameBatch byte = 'B'
-	frameIndex byte = 'I'
+	frameCommands byte = 'B'
+	frameIndex    byte = 'I'
+	frameTouches  byte = 'T'
 
 	statusOK        byte = 0
 	statusNotLeader byte = 1
 	statusFailed    byte = 2
 
 	replySize = 9
-	// maxFrame bounds a forwarded frame; ZooKeeper requests are at most
-	// jute.maxbuffer (1 MiB) each, and a batch holds a few hundred.
-	maxFrame = 256 << 20
 	// maxIdleForward bounds the pooled connections to the leader.
 	maxIdleForward = 4
+	// maxForwardConns bounds the forwarding connections a node serves.
+	maxForwardConns = 64
 )
 
-// Errors returned by Forward and WaitApplied.
+// DefaultMaxForwardFrame bounds a forwarded frame: a batch of client
+// requests, each at most jute.maxbuffer (1 MiB by default); the server
+// caps its batches well below this.
+const DefaultMaxForwardFrame = 64 << 20
+
+// Errors returned by Forward, ReportTouches and WaitApplied.
 var (
 	ErrNoLeader  = errors.New("raftstore: no leader")
 	ErrNotLeader = errors.New("raftstore: not the leader")
@@ -50,6 +61,13 @@ var (
 	ErrClosed      = errors.New("raftstore: closed")
 	errFailed      = errors.New("raftstore: leader failed the request")
 )
+
+// errNotSent is a round trip that failed before its frame was written
+// whole.
+type errNotSent struct{ err error }
+
+func (e errNotSent) Error() string { return "frame not sent: " + e.err.Error() }
+func (e errNotSent) Unwrap() error { return e.err }
 
 // fwdConn is a client connection to a leader's forwarding channel.
 type fwdConn struct {
@@ -81,7 +99,7 @@ func (s *Store) getConn(addr string, deadline time.Time) (*fwdConn, error) {
 	if fc != nil {
 		return fc, nil
 	}
-	c, err := dialTagged(s.cfg.Dial, addr, tagForward, time.Until(deadline))
+	c, err := dialPeer(s.cfg.Dial, s.cfg.Secret, addr, tagForward, time.Until(deadline))
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +117,9 @@ func (s *Store) putConn(fc *fwdConn) {
 	s.idle = append(s.idle, fc)
 }
 
-// call sends one frame to the current leader and reads its reply.
+// call sends one frame to the current leader and reads its reply. It
+// gives up when ctx ends or, without a deadline in ctx, after
+// ForwardTimeout.
 func (s *Store) call(ctx context.Context, kind byte, payload []byte) (uint64, error) {
 	_, addr := s.Leader()
 	if addr == "" {
@@ -111,11 +131,19 @@ func (s *Store) call(ctx context.Context, kind byte, payload []byte) (uint64, er
 	}
 	fc, err := s.getConn(addr, deadline)
 	if err != nil {
+		if errors.Is(err, ErrClosed) {
+			return 0, err
+		}
 		return 0, fmt.Errorf("%w: forward to %s: %w", ErrUnreachable, addr, err)
 	}
 	v, status, err := fc.roundTrip(ctx, deadline, kind, payload)
 	if err != nil {
 		fc.c.Close()
+		var notSent errNotSent
+		if errors.As(err, &notSent) {
+			// The leader cannot act on a frame it did not get whole.
+			return 0, fmt.Errorf("%w: forward to %s: %w", ErrUnreachable, addr, notSent.err)
+		}
 		return 0, fmt.Errorf("raftstore: forward to %s: %w", addr, err)
 	}
 	s.putConn(fc)
@@ -130,14 +158,17 @@ func (s *Store) call(ctx context.Context, kind byte, payload []byte) (uint64, er
 
 func (fc *fwdConn) roundTrip(ctx context.Context, deadline time.Time, kind byte, payload []byte) (uint64, byte, error) {
 	fc.c.SetDeadline(deadline)
-	// A cancelled context unblocks the read by moving the deadline.
+	// A cancelled context unblocks the I/O by moving the deadline.
 	stop := context.AfterFunc(ctx, func() { fc.c.SetDeadline(time.Now()) })
 	defer stop()
 	fc.buf = binary.BigEndian.AppendUint32(fc.buf[:0], uint32(len(payload)+1))
 	fc.buf = append(fc.buf, kind)
 	fc.buf = append(fc.buf, payload...)
 	if _, err := fc.c.Write(fc.buf); err != nil {
-		return 0, 0, err
+		// Not all of the frame left, so the leader, which reads whole
+		// frames, never acts on it: typically a pooled connection to a
+		// leader that has gone.
+		return 0, 0, errNotSent{err}
 	}
 	if cap(fc.buf) > 1<<20 {
 		fc.buf = nil // do not pin a large batch's buffer in the pool
@@ -157,8 +188,12 @@ func (fc *fwdConn) roundTrip(ctx context.Context, deadline time.Time, kind byte,
 // the store closes. It runs on the mux's routing goroutine.
 func (s *Store) handleForward(c net.Conn) {
 	s.fwdMu.Lock()
-	if s.closed {
+	if s.closed || len(s.inbound) >= maxForwardConns {
+		full := !s.closed
 		s.fwdMu.Unlock()
+		if full {
+			s.log.Warn("raftstore: too many forwarding connections; refusing one", "remote", c.RemoteAddr().String())
+		}
 		c.Close()
 		return
 	}
@@ -175,32 +210,32 @@ func (s *Store) handleForward(c net.Conn) {
 
 	r := bufio.NewReaderSize(c, 64<<10)
 	var hdr [4]byte
-	var buf []byte
+	var frame bytes.Buffer
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			return
 		}
 		n := binary.BigEndian.Uint32(hdr[:])
-		if n == 0 || n > maxFrame {
-			s.log.Warn("raftstore: bad forward frame", "len", n, "remote", c.RemoteAddr().String())
+		if n == 0 || int64(n) > s.cfg.MaxForwardFrame {
+			s.log.Warn("raftstore: bad forward frame", "len", n, "max", s.cfg.MaxForwardFrame, "remote", c.RemoteAddr().String())
 			return
 		}
-		if uint32(cap(buf)) < n {
-			buf = make([]byte, n)
-		}
-		frame := buf[:n]
-		if _, err := io.ReadFull(r, frame); err != nil {
+		// The buffer grows with the bytes that actually arrive, so a
+		// length that lies costs nothing until the data is sent.
+		frame.Reset()
+		if _, err := io.CopyN(&frame, r, int64(n)); err != nil {
 			return
 		}
-		status, v := s.serveFrame(frame[0], frame[1:])
+		b := frame.Bytes()
+		status, v := s.serveFrame(b[0], b[1:])
 		var reply [replySize]byte
 		reply[0] = status
 		binary.BigEndian.PutUint64(reply[1:], v)
 		if _, err := c.Write(reply[:]); err != nil {
 			return
 		}
-		if cap(buf) > 1<<20 {
-			buf = nil
+		if frame.Cap() > 1<<20 {
+			frame = bytes.Buffer{}
 		}
 	}
 }
@@ -211,15 +246,14 @@ func (s *Store) serveFrame(kind byte, payload []byte) (byte, uint64) {
 		return statusNotLeader, 0
 	}
 	switch kind {
-	case frameBatch:
-		// Validate before the bytes enter the log: a corrupt entry would be
-		// skipped by every FSM, but the sender should hear about it now.
-		if _, err := DecodeBatch(payload); err != nil {
-			s.log.Warn("raftstore: corrupt forwarded batch", "err", err)
+	case frameCommands:
+		// Check before the bytes enter the log: a corrupt entry would be
+		// skipped by every replica, but the sender should hear now.
+		if err := zkdb.CheckCommands(payload); err != nil {
+			s.log.Warn("raftstore: corrupt forwarded commands", "err", err)
 			return statusFailed, 0
 		}
-		// raft keeps the slice in its log; payload aliases our read buffer.
-		s.raft.Apply(append([]byte(nil), payload...), 0)
+		s.append(payload)
 		return statusOK, 0
 	case frameIndex:
 		idx, err := s.syncIndex()
@@ -230,6 +264,39 @@ func (s *Store) serveFrame(kind byte, payload []byte) (byte, uint64) {
 			return statusFailed, 0
 		}
 		return statusOK, idx
+	case frameTouches:
+		ids, ok := decodeTouches(payload)
+		if !ok {
+			return statusFailed, 0
+		}
+		s.db.TouchAll(ids, s.cfg.Clock.Now())
+		return statusOK, 0
 	}
 	return statusFailed, 0
+}
+
+func encodeTouches(ids []int64) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(ids)))
+	for _, id := range ids {
+		b = binary.AppendVarint(b, id)
+	}
+	return b
+}
+
+func decodeTouches(b []byte) ([]int64, bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return nil, false
+	}
+	b = b[k:]
+	ids := make([]int64, 0, n)
+	for range n {
+		id, k := binary.Varint(b)
+		if k <= 0 {
+			return nil, false
+		}
+		ids = append(ids, id)
+		b = b[k:]
+	}
+	return ids, len(b) == 0
 }

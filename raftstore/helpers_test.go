@@ -1,8 +1,8 @@
 package raftstore
 
 import (
+	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -11,69 +11,57 @@ import (
 
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/wire"
+	"github.com/hutchzk/hutch/zkdb"
 )
 
-// testApp applies entries to a real tree the way the server does: zxids are
-// assigned in commit order, OpSync is a no-op.
+// testApp is a zkdb.DB with a sink that remembers what it was told.
 type testApp struct {
-	mu       sync.RWMutex // guards everything below
-	t        *tree.Tree
-	applied  []Entry
+	db *zkdb.DB
+
+	mu       sync.Mutex // guards applied and restores
+	applied  []zkdb.Command
 	restores int
 }
 
-func newTestApp() *testApp { return &testApp{t: tree.New()} }
-
-func (a *testApp) ApplyEntries(entries []Entry) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, e := range entries {
-		a.applied = append(a.applied, e)
-		if e.Txn.Op == wire.OpSync {
-			continue
-		}
-		txn := e.Txn
-		txn.Zxid = a.t.LastZxid() + 1
-		a.t.Apply(&txn)
-	}
+func newTestApp() *testApp {
+	a := &testApp{}
+	a.db = zkdb.New(zkdb.Config{TickTime: 100 * time.Millisecond, Sink: a})
+	return a
 }
 
-func (a *testApp) WriteSnapshot(w io.Writer) error {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	return a.t.WriteSnapshot(w)
+func (a *testApp) Notify(int64, *wire.WatcherEvent, *tree.Event) {}
+
+func (a *testApp) Applied(e *zkdb.Effects) {
+	a.mu.Lock()
+	a.applied = append(a.applied, *e.Command)
+	a.mu.Unlock()
 }
 
-func (a *testApp) RestoreSnapshot(r io.Reader) error {
-	t, err := tree.Restore(r)
-	if err != nil {
-		return err
-	}
+func (a *testApp) Reset() {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.t = t
 	a.restores++
-	return nil
+	a.mu.Unlock()
 }
 
 // state returns the tree's digest and last zxid.
-func (a *testApp) state() (uint64, int64) {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	return a.t.Digest(), a.t.LastZxid()
-}
+func (a *testApp) state() (uint64, int64) { return a.db.Digest() }
 
 func (a *testApp) exists(path string) bool {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	_, err := a.t.Exists(path)
+	var err error
+	a.db.Read(func(v *zkdb.View) { _, err = v.Tree.Exists(path) })
 	return err == nil
 }
 
 func (a *testApp) restoreCount() int {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	return a.restores
+}
+
+func (a *testApp) lastApplied() zkdb.Command {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.applied[len(a.applied)-1]
 }
 
 // testLogger discards Raft's chatter unless HUTCH_RAFT_LOG is set.
@@ -92,8 +80,11 @@ func testConfig(id uint64) Config {
 		HeartbeatTimeout:   300 * time.Millisecond,
 		ElectionTimeout:    300 * time.Millisecond,
 		LeaderLeaseTimeout: 150 * time.Millisecond,
+		Secret:             testSecret,
 	}
 }
+
+var testSecret = []byte("raftstore test secret")
 
 // node is a Store with its application.
 type node struct {
@@ -104,7 +95,7 @@ type node struct {
 
 func openNode(tb testing.TB, cfg Config, app *testApp) *node {
 	tb.Helper()
-	s, err := Open(cfg, app)
+	s, err := Open(cfg, app.db)
 	if err != nil {
 		tb.Fatalf("open node %d: %v", cfg.NodeID, err)
 	}
@@ -179,21 +170,47 @@ func startCluster(tb testing.TB, n int, mod func(*Config)) []*node {
 	return nodes
 }
 
-func createEntry(origin uint64, path string) Entry {
-	return Entry{Origin: origin, Txn: tree.Txn{
-		Time: 1700000000000,
-		Op:   wire.OpCreate,
-		Req:  &wire.CreateRequest{Path: path, Data: []byte(path), ACL: openACL, Flags: wire.ModePersistent},
+func createCommand(origin uint64, path string) zkdb.Command {
+	return zkdb.Command{Origin: origin, Kind: zkdb.KindTxn, Txn: tree.Txn{
+		Op:  wire.OpCreate,
+		Req: &wire.CreateRequest{Path: path, Data: []byte(path), ACL: openACL, Flags: wire.ModePersistent},
 	}}
 }
 
 var openACL = []wire.ACL{{Perms: wire.PermAll, ID: wire.ID{Scheme: "world", ID: "anyone"}}}
 
-func createBatch(origin uint64, prefix string, n int) []Entry {
-	es := make([]Entry, n)
-	for i := range es {
-		es[i] = createEntry(origin, fmt.Sprintf("%s%d", prefix, i))
-		es[i].Seq = uint64(i)
+func createBatch(origin uint64, prefix string, n int) []zkdb.Command {
+	cs := make([]zkdb.Command, n)
+	for i := range cs {
+		cs[i] = createCommand(origin, fmt.Sprintf("%s%d", prefix, i))
+		cs[i].Seq = uint64(i)
 	}
-	return es
+	return cs
+}
+
+func encode(tb testing.TB, cmds []zkdb.Command) []byte {
+	tb.Helper()
+	b, err := zkdb.AppendCommands(nil, cmds)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// forward forwards commands from n and fails the test on error.
+func forward(tb testing.TB, n *node, cmds ...zkdb.Command) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Forward(ctx, encode(tb, cmds)); err != nil {
+		tb.Fatalf("forward from node %d: %v", n.cfg.NodeID, err)
+	}
+}
+
+// propose appends commands on the leader n and waits for them to apply.
+func propose(tb testing.TB, n *node, cmds ...zkdb.Command) {
+	tb.Helper()
+	if err := n.append(encode(tb, cmds)).Error(); err != nil {
+		tb.Fatalf("propose on node %d: %v", n.cfg.NodeID, err)
+	}
 }

@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,9 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+
+	"github.com/hutchzk/hutch/clock"
+	"github.com/hutchzk/hutch/zkdb"
 )
 
 // Config configures a Store. Zero durations and counts take the defaults
@@ -23,17 +27,36 @@ import (
 type Config struct {
 	NodeID uint64
 	// RaftAddr is the address to listen on, e.g. "127.0.0.1:7001". A zero
-	// port picks a free one; Store.Addr reports the bound address.
+	// port picks a free one. Connections to peers are made from its IP
+	// when it names one.
 	RaftAddr string
-	// Peers is the static bootstrap membership by node id, self included.
-	// Nil or empty makes this node a single voter. If Peers is non-empty
-	// but does not name this node, the node does not bootstrap: it waits to
-	// be added with AddVoter by the cluster's leader.
+	// Peers is the static bootstrap membership by node id, self included:
+	// the address each node is reached at. This node advertises its own
+	// entry, which may differ from RaftAddr (a proxy, or a name for a
+	// wildcard listener). Nil or empty makes this node a single voter. If
+	// Peers is non-empty but does not name this node, the node does not
+	// bootstrap: it waits to be added with AddVoter by the cluster's
+	// leader.
 	Peers map[uint64]string
-	// DataDir holds raft.db (raft-boltdb) and the snapshots; "" keeps the
-	// log, stable and snapshot stores in memory.
+	// DataDir holds raft.db (raft-boltdb) and the snapshots. Without it the
+	// log, term and vote live in memory, which is safe only for a node
+	// that never restarts into its group; a node with peers refuses that
+	// unless Volatile is set.
 	DataDir string
-	Logger  *slog.Logger
+	// Volatile allows an in-memory node with peers: for tests, whose
+	// nodes never come back after they stop. A restarted in-memory member
+	// would forget its term and vote and could vote twice in one term,
+	// losing committed writes.
+	Volatile bool
+	// Secret authenticates the nodes to each other (see the peer
+	// handshake); every member must have the same one. It is required with
+	// peers; a lone node without one gets a random secret, so no other
+	// process can talk to it.
+	Secret []byte
+	// Clock stamps the transactions this node orders as leader; System by
+	// default.
+	Clock  clock.Clock
+	Logger *slog.Logger
 
 	// ElectionTimeout bounds failover: a follower that hears nothing from
 	// the leader for a random time between HeartbeatTimeout and twice it
@@ -52,11 +75,15 @@ type Config struct {
 	// TrailingLogs is how many entries a snapshot leaves in the log for slow
 	// followers; default 10240. Followers further behind get the snapshot.
 	TrailingLogs uint64
-	// ForwardTimeout bounds a forwarded batch's round trip; default 5s.
+	// ForwardTimeout bounds a forwarded frame's round trip when the caller
+	// sets no deadline; default ElectionTimeout.
 	ForwardTimeout time.Duration
+	// MaxForwardFrame bounds a frame a follower may forward; default
+	// DefaultMaxForwardFrame.
+	MaxForwardFrame int64
 	// Dial opens every connection this node makes to a peer (Raft and
-	// write forwarding); nil dials TCP. Fault-injection tests wrap it to
-	// cut links between nodes.
+	// write forwarding); nil dials TCP from RaftAddr's IP. Fault-injection
+	// tests wrap it to cut links between nodes.
 	Dial func(addr string, timeout time.Duration) (net.Conn, error)
 }
 
@@ -66,7 +93,39 @@ type Config struct {
 // in about a second.
 const DefaultElectionTimeout = time.Second
 
-func (c *Config) setDefaults() {
+// Configuration errors.
+var (
+	ErrVolatileEnsemble = errors.New("raftstore: a node with peers needs a data directory: " +
+		"in memory it forgets its term, vote and log when it restarts, and can then vote twice and lose committed writes")
+	ErrNoSecret = errors.New("raftstore: a node with peers needs a shared secret to authenticate them")
+)
+
+func (c *Config) check() error {
+	if c.NodeID == 0 {
+		return errors.New("raftstore: node id must be positive")
+	}
+	addrs := make(map[string]uint64, len(c.Peers))
+	for id, addr := range c.Peers {
+		if id == 0 {
+			return errors.New("raftstore: peer id must be positive")
+		}
+		if other, dup := addrs[addr]; dup {
+			return fmt.Errorf("raftstore: peers %d and %d have the same address %s", min(id, other), max(id, other), addr)
+		}
+		addrs[addr] = id
+	}
+	if len(c.Peers) > 1 {
+		if c.DataDir == "" && !c.Volatile {
+			return ErrVolatileEnsemble
+		}
+		if len(c.Secret) == 0 {
+			return ErrNoSecret
+		}
+	}
+	return nil
+}
+
+func (c *Config) setDefaults() error {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -77,30 +136,52 @@ func (c *Config) setDefaults() {
 	def(&c.LeaderLeaseTimeout, c.HeartbeatTimeout/2)
 	def(&c.CommitTimeout, 50*time.Millisecond)
 	def(&c.SnapshotInterval, 10*time.Second)
-	def(&c.ForwardTimeout, 5*time.Second)
+	def(&c.ForwardTimeout, c.ElectionTimeout)
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = 8192
 	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 10240
 	}
+	if c.MaxForwardFrame <= 0 {
+		c.MaxForwardFrame = DefaultMaxForwardFrame
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Dial == nil {
-		c.Dial = func(addr string, timeout time.Duration) (net.Conn, error) {
-			return net.DialTimeout("tcp", addr, timeout)
+	if c.Clock == nil {
+		c.Clock = clock.System
+	}
+	if len(c.Secret) == 0 {
+		c.Secret = make([]byte, 32)
+		if _, err := rand.Read(c.Secret); err != nil {
+			return err
 		}
 	}
+	if c.Dial == nil {
+		d := net.Dialer{}
+		if host, _, err := net.SplitHostPort(c.RaftAddr); err == nil {
+			if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+				d.LocalAddr = &net.TCPAddr{IP: ip}
+			}
+		}
+		c.Dial = func(addr string, timeout time.Duration) (net.Conn, error) {
+			d := d
+			d.Timeout = timeout
+			return d.Dial("tcp", addr)
+		}
+	}
+	return nil
 }
 
 // opTimeout bounds how long Raft calls may wait to be enqueued.
 const opTimeout = 10 * time.Second
 
-// Store is one node's Raft replica of the write log.
+// Store is one node's Raft replica of the log, applied to a zkdb.DB.
 type Store struct {
 	cfg   Config
 	log   *slog.Logger
+	db    *zkdb.DB
 	addr  string // advertised Raft address
 	raft  *raft.Raft
 	fsm   *fsm
@@ -123,20 +204,30 @@ type Store struct {
 // serverID is Raft's id for a node.
 func serverID(id uint64) raft.ServerID { return raft.ServerID(strconv.FormatUint(id, 10)) }
 
-// Open starts a node. Without existing state it bootstraps the cluster from
-// cfg.Peers (a node that finds state just rejoins).
-func Open(cfg Config, app Applier) (*Store, error) {
-	cfg.setDefaults()
-	s := &Store{cfg: cfg, log: cfg.Logger, inbound: make(map[net.Conn]struct{}),
-		fsm: &fsm{app: app, log: cfg.Logger}, pushCh: make(chan struct{}, 1), stop: make(chan struct{})}
+// Open starts a node replicating into db. Without existing state it
+// bootstraps the cluster from cfg.Peers (a node that finds state just
+// rejoins); with state, db is restored from the latest snapshot and the
+// log replayed into it.
+func Open(cfg Config, db *zkdb.DB) (*Store, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	s := &Store{cfg: cfg, log: cfg.Logger, db: db, inbound: make(map[net.Conn]struct{}),
+		fsm: &fsm{db: db, log: cfg.Logger}, pushCh: make(chan struct{}, 1), stop: make(chan struct{})}
 	s.fsm.onApplied = s.wantPush
 
 	ln, err := net.Listen("tcp", cfg.RaftAddr)
 	if err != nil {
 		return nil, err
 	}
-	s.addr = advertise(cfg.RaftAddr, ln.Addr())
-	s.mux = newMux(ln, s.addr, s.log, s.handleForward, cfg.Dial)
+	s.addr = cfg.Peers[cfg.NodeID]
+	if s.addr == "" {
+		s.addr = advertise(cfg.RaftAddr, ln.Addr())
+	}
+	s.mux = newMux(ln, s.addr, cfg.Secret, s.log, s.handleForward, cfg.Dial)
 	s.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  s.mux,
 		MaxPool: 3,
@@ -154,7 +245,7 @@ func Open(cfg Config, app Applier) (*Store, error) {
 		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
 	} else {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-			s.trans.Close()
+			s.closeStores()
 			return nil, err
 		}
 		s.bolt, err = raftboltdb.New(raftboltdb.Options{
@@ -164,7 +255,7 @@ func Open(cfg Config, app Applier) (*Store, error) {
 			BoltOptions: &bbolt.Options{NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
 		})
 		if err != nil {
-			s.trans.Close()
+			s.closeStores()
 			return nil, err
 		}
 		stable = s.bolt
@@ -172,8 +263,7 @@ func Open(cfg Config, app Applier) (*Store, error) {
 			snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, newHCLogger(s.log, "raft-snap"))
 		}
 		if err != nil {
-			s.bolt.Close()
-			s.trans.Close()
+			s.closeStores()
 			return nil, err
 		}
 	}
@@ -200,6 +290,8 @@ func Open(cfg Config, app Applier) (*Store, error) {
 		s.closeStores()
 		return nil, err
 	}
+	// From here on a snapshot replaces the state under live clients.
+	s.fsm.serving.Store(true)
 
 	s.pushing.Add(1)
 	go s.pushCommits()
@@ -213,9 +305,6 @@ func Open(cfg Config, app Applier) (*Store, error) {
 	}
 	return s, nil
 }
-
-// emptyBatch is a log entry with no transactions.
-var emptyBatch = []byte{0}
 
 // pushGrace is how long pushCommits waits for a real entry to carry the
 // commit index before appending an empty one.
@@ -234,8 +323,8 @@ func (s *Store) wantPush() {
 // CommitTimeout without one; a client on a follower waiting for its own
 // write, for a watch event or for sync would wait for that. So once
 // everything in the leader's log has applied, the leader appends an empty
-// batch, whose replication carries the commit index. Under load the next
-// real batch does that and nothing extra is appended.
+// entry, whose replication carries the commit index. Under load the next
+// real entry does that and nothing extra is appended.
 func (s *Store) pushCommits() {
 	defer s.pushing.Done()
 	grace := time.NewTimer(pushGrace)
@@ -246,7 +335,7 @@ func (s *Store) pushCommits() {
 		case <-s.stop:
 			return
 		}
-		// A moment's grace lets a busy leader's next batch do the job.
+		// A moment's grace lets a busy leader's next entry do the job.
 		grace.Reset(pushGrace)
 		select {
 		case <-grace.C:
@@ -259,12 +348,13 @@ func (s *Store) pushCommits() {
 		if len(s.raft.GetConfiguration().Configuration().Servers) < 2 {
 			continue // no followers to tell
 		}
-		s.raft.Apply(emptyBatch, 0)
+		s.raft.Apply(zkdb.EmptyEntry, 0)
 	}
 }
 
-// advertise picks the address peers should dial: the configured one when it
-// names a host and port, else the bound one.
+// advertise picks the address peers should dial when Peers does not name
+// this node: the configured one when it names a host and port, else the
+// bound one.
 func advertise(configured string, bound net.Addr) string {
 	host, port, err := net.SplitHostPort(configured)
 	if err != nil || port == "0" || port == "" {
@@ -288,61 +378,60 @@ func (s *Store) bootstrapConfig() (raft.Configuration, bool) {
 		return c, false
 	}
 	for id, addr := range s.cfg.Peers {
-		if id == s.cfg.NodeID {
-			addr = s.addr
-		}
 		c.Servers = append(c.Servers, raft.Server{Suffrage: raft.Voter, ID: serverID(id), Address: raft.ServerAddress(addr)})
 	}
 	return c, true
 }
 
+// Config returns the configuration in effect, defaults filled in.
+func (s *Store) Config() Config { return s.cfg }
+
 // Addr returns the address peers dial for Raft and forwarding.
 func (s *Store) Addr() string { return s.addr }
 
-// errorFuture is an ApplyFuture that failed before reaching Raft.
-type errorFuture struct{ err error }
-
-func (f errorFuture) Error() error  { return f.err }
-func (f errorFuture) Index() uint64 { return 0 }
-func (f errorFuture) Response() any { return nil }
-
-// Propose appends entries to the log as one entry. Only the leader may
-// propose; elsewhere the future fails with raft.ErrNotLeader. The future's
-// Response is the log index once applied locally.
-func (s *Store) Propose(entries []Entry) raft.ApplyFuture {
-	data, err := EncodeBatch(nil, entries)
-	if err != nil {
-		return errorFuture{err}
-	}
-	return s.raft.Apply(data, 0)
+// append puts encoded commands into the log as one entry stamped with this
+// node's clock. Leader only: elsewhere Raft refuses it, and the commands'
+// origin finds out when they never apply.
+func (s *Store) append(commands []byte) raft.ApplyFuture {
+	return s.raft.Apply(zkdb.AppendEntry(nil, s.cfg.Clock.Now().UnixMilli(), commands), 0)
 }
 
-// Forward hands entries to the leader without waiting for them to commit:
-// on the leader it proposes them; elsewhere it sends them over the
-// forwarding channel and returns once the leader has taken them. The origin
-// hears the outcome through its Applier. It fails when there is no leader or
-// the leader cannot be reached; the entries may then be lost or, rarely,
-// committed anyway (the leader may have taken them before the connection
-// broke), which callers must treat like ZooKeeper's connection loss.
-func (s *Store) Forward(entries []Entry) error {
+// Forward hands encoded commands (zkdb.AppendCommands) to the leader
+// without waiting for them to commit: on the leader it appends them;
+// elsewhere it sends them over the forwarding channel and returns once the
+// leader has taken them. The origin hears the outcome through its state.
+// ErrNoLeader, ErrNotLeader and ErrUnreachable mean nothing was taken;
+// after any other error the commands may or may not commit, which callers
+// must treat like ZooKeeper's connection loss. A caller that forwards
+// from one goroutine gets its commands into the log in the order it
+// forwarded them, or some of them not at all.
+func (s *Store) Forward(ctx context.Context, commands []byte) error {
 	if s.IsLeader() {
-		data, err := EncodeBatch(nil, entries)
-		if err != nil {
-			return err
-		}
-		s.raft.Apply(data, 0)
+		s.append(commands)
 		return nil
 	}
-	data, err := EncodeBatch(nil, entries)
-	if err != nil {
-		return err
+	_, err := s.call(ctx, frameCommands, commands)
+	return err
+}
+
+// ReportTouches tells the leader, which owns session expiry, that this
+// node's clients were active on the sessions ids. It is not logged: only
+// the leader's timers need it, and a new leader starts every session on a
+// full timeout anyway.
+func (s *Store) ReportTouches(ctx context.Context, ids []int64) error {
+	if s.IsLeader() {
+		s.db.TouchAll(ids, s.cfg.Clock.Now())
+		return nil
 	}
-	_, err = s.call(context.Background(), frameBatch, data)
+	_, err := s.call(ctx, frameTouches, encodeTouches(ids))
 	return err
 }
 
 // IsLeader reports whether this node is the leader.
 func (s *Store) IsLeader() bool { return s.raft.State() == raft.Leader }
+
+// Term returns the current Raft term.
+func (s *Store) Term() uint64 { return s.raft.CurrentTerm() }
 
 // Leader returns the current leader's id and address, or 0 and "" when
 // none is known.
@@ -355,10 +444,6 @@ func (s *Store) Leader() (id uint64, addr string) {
 	return id, string(a)
 }
 
-// LeaderCh is Raft's LeaderCh: true on gaining leadership, false on losing
-// it. Raft drops values nobody reads, so it is only an edge signal.
-func (s *Store) LeaderCh() <-chan bool { return s.raft.LeaderCh() }
-
 // Barrier waits until every entry committed before it has been applied
 // here. Leader only.
 func (s *Store) Barrier(timeout time.Duration) error {
@@ -367,7 +452,7 @@ func (s *Store) Barrier(timeout time.Duration) error {
 
 // syncIndex is the leader's answer to "how far must I catch up": after a
 // barrier, every entry committed before the question was asked is in its
-// FSM, and the FSM's applied index covers them all.
+// state, and the applied index covers them all.
 func (s *Store) syncIndex() (uint64, error) {
 	if err := s.raft.Barrier(opTimeout).Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
@@ -376,16 +461,16 @@ func (s *Store) syncIndex() (uint64, error) {
 		return 0, err
 	}
 	s.wantPush() // followers wait for this barrier's commit
-	return s.fsm.appliedIndex(), nil
+	return s.db.Applied(), nil
 }
 
 // WaitApplied makes this node's state include every write committed before
 // the call, as ZooKeeper's sync does: it asks the leader for its applied
 // index (on the leader itself, it runs the barrier) and waits until the
-// local FSM has applied at least that index. During an election it waits
-// for the next leader rather than fail, until ctx ends: a client syncing
-// then is answered late instead of being sent to another node that is
-// waiting for the same election.
+// local state has applied at least that index. During an election it
+// waits for the next leader rather than fail, until ctx ends: a client
+// syncing then is answered late instead of being sent to another node
+// that is waiting for the same election.
 func (s *Store) WaitApplied(ctx context.Context) error {
 	idx, err := s.leaderIndex(ctx)
 	if err != nil {
@@ -436,9 +521,9 @@ func (s *Store) leaderIndex(ctx context.Context) (uint64, error) {
 	}
 }
 
-// AppliedIndex returns the index of the last log entry reflected in the
-// Applier's state.
-func (s *Store) AppliedIndex() uint64 { return s.fsm.appliedIndex() }
+// Snapshot takes a snapshot now and compacts the log behind it, keeping
+// TrailingLogs entries.
+func (s *Store) Snapshot() error { return s.raft.Snapshot().Error() }
 
 // AddVoter adds a voting member. Leader only; it returns once the new
 // configuration is committed.
@@ -452,12 +537,12 @@ func (s *Store) RemoveServer(id uint64) error {
 }
 
 // Stats returns Raft's statistics plus this node's id, address and the
-// FSM's applied index.
+// state's applied index.
 func (s *Store) Stats() map[string]string {
 	st := s.raft.Stats()
 	st["node_id"] = strconv.FormatUint(s.cfg.NodeID, 10)
 	st["raft_addr"] = s.addr
-	st["fsm_applied_index"] = strconv.FormatUint(s.fsm.appliedIndex(), 10)
+	st["fsm_applied_index"] = strconv.FormatUint(s.db.Applied(), 10)
 	id, addr := s.Leader()
 	st["leader_id"] = strconv.FormatUint(id, 10)
 	st["leader_addr"] = addr
@@ -496,9 +581,14 @@ func (s *Store) Close() error {
 // closeStores closes the transport (and with it the listener) and the
 // on-disk store.
 func (s *Store) closeStores() error {
-	err := s.trans.Close()
-	s.mux.Close()
-	s.mux.wg.Wait()
+	var err error
+	if s.trans != nil {
+		err = s.trans.Close()
+	}
+	if s.mux != nil {
+		s.mux.Close()
+		s.mux.wg.Wait()
+	}
 	if s.bolt != nil {
 		if berr := s.bolt.Close(); err == nil {
 			err = berr

@@ -1,7 +1,12 @@
 package raftstore
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -10,41 +15,74 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Connection tags: the first byte a dialer writes says which protocol the
-// connection carries.
+// Connection tags: the dialer says which protocol the connection carries.
 const (
 	tagRaft    byte = 'R'
 	tagForward byte = 'F'
 )
 
-// tagTimeout bounds how long an accepted connection may take to send its
-// tag, so a silent client cannot hold a demultiplexing goroutine.
-const tagTimeout = 5 * time.Second
+// Peer handshake. Every connection between nodes starts with a mutual
+// challenge-response over the shared secret before a byte of Raft or
+// forwarding is read:
+//
+//	acceptor → dialer  "HUTCHP1" nonceA(32)
+//	dialer → acceptor  tag(1) nonceD(32) HMAC-SHA256(secret, "dial"|nonceA|nonceD|tag)
+//	acceptor → dialer  HMAC-SHA256(secret, "accept"|nonceA|nonceD|tag)
+//
+// Either side closes on a wrong answer, so a process without the secret
+// can neither send a node Raft messages or forwarded writes nor pose as a
+// leader to a dialling follower. The traffic itself is not encrypted: the
+// peer port belongs on a private network.
+const (
+	helloMagic = "HUTCHP1"
+	nonceSize  = 32
+	macSize    = sha256.Size
+)
 
-var errListenerClosed = errors.New("raftstore: listener closed")
+// handshakeTimeout bounds a handshake, so a silent client cannot hold a
+// goroutine; maxHandshakes bounds the connections handshaking at once.
+const (
+	handshakeTimeout = 5 * time.Second
+	maxHandshakes    = 64
+)
 
-// mux owns a node's one TCP listener. It reads each accepted connection's
-// tag and hands Raft connections to Accept (as the raft.StreamLayer) and
-// forwarding connections to onForward.
+var (
+	errListenerClosed = errors.New("raftstore: listener closed")
+	errBadPeer        = errors.New("raftstore: peer failed authentication")
+)
+
+func peerMAC(secret []byte, role string, nonceA, nonceD []byte, tag byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(role))
+	m.Write(nonceA)
+	m.Write(nonceD)
+	m.Write([]byte{tag})
+	return m.Sum(nil)
+}
+
+// mux owns a node's one TCP listener. It authenticates each accepted
+// connection and hands Raft connections to Accept (as the raft.StreamLayer)
+// and forwarding connections to onForward.
 type mux struct {
 	ln        net.Listener
 	log       *slog.Logger
+	secret    []byte
 	onForward func(net.Conn)
 	advertise string // what Addr reports to Raft
 	dial      func(addr string, timeout time.Duration) (net.Conn, error)
 
 	pendingMu sync.Mutex
-	pending   map[net.Conn]struct{} // accepted, tag not yet read; guarded by pendingMu
+	pending   map[net.Conn]struct{} // accepted, not yet authenticated; guarded by pendingMu
 
 	raftConns chan net.Conn
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
-	wg        sync.WaitGroup // the accept loop and tag readers
+	wg        sync.WaitGroup // the accept loop and handshakes
 }
 
-func newMux(ln net.Listener, advertise string, log *slog.Logger, onForward func(net.Conn),
+func newMux(ln net.Listener, advertise string, secret []byte, log *slog.Logger, onForward func(net.Conn),
 	dial func(addr string, timeout time.Duration) (net.Conn, error)) *mux {
-	m := &mux{ln: ln, advertise: advertise, log: log, onForward: onForward, dial: dial,
+	m := &mux{ln: ln, advertise: advertise, secret: secret, log: log, onForward: onForward, dial: dial,
 		raftConns: make(chan net.Conn), done: make(chan struct{}),
 		pending: make(map[net.Conn]struct{})}
 	m.wg.Add(1)
@@ -74,36 +112,42 @@ func (m *mux) acceptLoop() {
 			}
 		}
 		backoff = 0
+		m.pendingMu.Lock()
+		select {
+		case <-m.done:
+			m.pendingMu.Unlock()
+			c.Close()
+			return
+		default:
+		}
+		if len(m.pending) >= maxHandshakes {
+			m.pendingMu.Unlock()
+			m.log.Warn("raftstore: too many peer handshakes at once; refusing", "remote", c.RemoteAddr().String())
+			c.Close()
+			continue
+		}
+		m.pending[c] = struct{}{}
+		m.pendingMu.Unlock()
 		m.wg.Add(1)
 		go m.route(c)
 	}
 }
 
-// route reads the tag and dispatches the connection.
+// route authenticates the connection and dispatches it by its tag.
 func (m *mux) route(c net.Conn) {
 	defer m.wg.Done()
-	m.pendingMu.Lock()
-	select {
-	case <-m.done:
-		m.pendingMu.Unlock()
-		c.Close()
-		return
-	default:
-	}
-	m.pending[c] = struct{}{}
-	m.pendingMu.Unlock()
-	var tag [1]byte
-	c.SetReadDeadline(time.Now().Add(tagTimeout))
-	_, err := c.Read(tag[:])
+	tag, err := m.accept(c)
 	m.pendingMu.Lock()
 	delete(m.pending, c)
 	m.pendingMu.Unlock()
 	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			m.log.Warn("raftstore: refusing peer connection", "remote", c.RemoteAddr().String(), "err", err)
+		}
 		c.Close()
 		return
 	}
-	c.SetReadDeadline(time.Time{})
-	switch tag[0] {
+	switch tag {
 	case tagRaft:
 		select {
 		case m.raftConns <- c:
@@ -112,10 +156,37 @@ func (m *mux) route(c net.Conn) {
 		}
 	case tagForward:
 		m.onForward(c)
-	default:
-		m.log.Warn("raftstore: unknown connection tag", "tag", tag[0], "remote", c.RemoteAddr().String())
-		c.Close()
 	}
+}
+
+// accept runs the acceptor's side of the handshake.
+func (m *mux) accept(c net.Conn) (byte, error) {
+	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer c.SetDeadline(time.Time{})
+	hello := make([]byte, len(helloMagic)+nonceSize)
+	copy(hello, helloMagic)
+	nonceA := hello[len(helloMagic):]
+	if _, err := rand.Read(nonceA); err != nil {
+		return 0, err
+	}
+	if _, err := c.Write(hello); err != nil {
+		return 0, err
+	}
+	var answer [1 + nonceSize + macSize]byte
+	if _, err := io.ReadFull(c, answer[:]); err != nil {
+		return 0, err
+	}
+	tag, nonceD, mac := answer[0], answer[1:1+nonceSize], answer[1+nonceSize:]
+	if tag != tagRaft && tag != tagForward {
+		return 0, fmt.Errorf("%w: unknown tag %#x", errBadPeer, tag)
+	}
+	if !hmac.Equal(mac, peerMAC(m.secret, "dial", nonceA, nonceD, tag)) {
+		return 0, errBadPeer
+	}
+	if _, err := c.Write(peerMAC(m.secret, "accept", nonceA, nonceD, tag)); err != nil {
+		return 0, err
+	}
+	return tag, nil
 }
 
 // Accept returns the next Raft connection (raft.StreamLayer).
@@ -159,13 +230,13 @@ type tcpAddr string
 func (a tcpAddr) Network() string { return "tcp" }
 func (a tcpAddr) String() string  { return string(a) }
 
-// Dial opens a Raft connection to address (raft.StreamLayer).
+// Dial opens an authenticated Raft connection (raft.StreamLayer).
 func (m *mux) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialTagged(m.dial, string(address), tagRaft, timeout)
+	return dialPeer(m.dial, m.secret, string(address), tagRaft, timeout)
 }
 
-// dialTagged connects to addr with dial and sends tag.
-func dialTagged(dial func(string, time.Duration) (net.Conn, error), addr string, tag byte, timeout time.Duration) (net.Conn, error) {
+// dialPeer connects to a peer and runs the dialer's side of the handshake.
+func dialPeer(dial func(string, time.Duration) (net.Conn, error), secret []byte, addr string, tag byte, timeout time.Duration) (net.Conn, error) {
 	c, err := dial(addr, timeout)
 	if err != nil {
 		return nil, err
@@ -173,11 +244,40 @@ func dialTagged(dial func(string, time.Duration) (net.Conn, error), addr string,
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	c.SetWriteDeadline(time.Now().Add(timeout))
-	if _, err := c.Write([]byte{tag}); err != nil {
+	if err := dialHandshake(c, secret, tag, min(timeout, handshakeTimeout)); err != nil {
 		c.Close()
-		return nil, err
+		return nil, fmt.Errorf("raftstore: handshake with %s: %w", addr, err)
 	}
-	c.SetWriteDeadline(time.Time{})
 	return c, nil
+}
+
+func dialHandshake(c net.Conn, secret []byte, tag byte, timeout time.Duration) error {
+	c.SetDeadline(time.Now().Add(timeout))
+	defer c.SetDeadline(time.Time{})
+	hello := make([]byte, len(helloMagic)+nonceSize)
+	if _, err := io.ReadFull(c, hello); err != nil {
+		return err
+	}
+	if string(hello[:len(helloMagic)]) != helloMagic {
+		return errBadPeer
+	}
+	nonceA := hello[len(helloMagic):]
+	answer := make([]byte, 1+nonceSize, 1+nonceSize+macSize)
+	answer[0] = tag
+	if _, err := rand.Read(answer[1:]); err != nil {
+		return err
+	}
+	nonceD := answer[1 : 1+nonceSize]
+	answer = append(answer, peerMAC(secret, "dial", nonceA, nonceD, tag)...)
+	if _, err := c.Write(answer); err != nil {
+		return err
+	}
+	mac := make([]byte, macSize)
+	if _, err := io.ReadFull(c, mac); err != nil {
+		return err
+	}
+	if !hmac.Equal(mac, peerMAC(secret, "accept", nonceA, nonceD, tag)) {
+		return errBadPeer
+	}
+	return nil
 }

@@ -1,42 +1,31 @@
 package server
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net"
 	"net/http"
-	"strconv"
+	"strings"
 	"time"
 )
 
 // ErrNotReplicated is returned by membership calls on a node without Raft.
 var ErrNotReplicated = errors.New("server: not a replicated node")
 
-// Digest returns a hash of the whole tree and the last applied zxid; equal
-// digests at equal zxids mean two nodes hold identical trees.
-func (s *Server) Digest() (digest uint64, lastZxid int64) {
-	s.treeMu.RLock()
-	defer s.treeMu.RUnlock()
-	return s.tree.Digest(), s.tree.LastZxid()
-}
-
 // AddMember adds a voting member to the ensemble. Only the leader can.
-func (s *Server) AddMember(id uint64, raftAddr string) error {
-	rc, ok := s.commit.(*raftCommitter)
-	if !ok {
-		return ErrNotReplicated
-	}
-	return rc.store.AddVoter(id, raftAddr)
-}
+func (s *Server) AddMember(id uint64, raftAddr string) error { return s.commit.addMember(id, raftAddr) }
 
 // RemoveMember removes a member from the ensemble. Only the leader can.
-func (s *Server) RemoveMember(id uint64) error {
-	rc, ok := s.commit.(*raftCommitter)
-	if !ok {
-		return ErrNotReplicated
-	}
-	return rc.store.RemoveServer(id)
+func (s *Server) RemoveMember(id uint64) error { return s.commit.removeMember(id) }
+
+// memberRequest is the JSON body of a membership change.
+type memberRequest struct {
+	ID   uint64 `json:"id"`
+	Addr string `json:"addr"`
 }
 
 // adminHandler serves AdminServer-style commands under /commands/.
@@ -54,32 +43,50 @@ func (s *Server) adminHandler() http.Handler {
 		d, z := s.Digest()
 		reply(w, http.StatusOK, map[string]any{"command": "digest", "digest": fmt.Sprintf("%016x", d), "last_zxid": z, "error": nil})
 	})
-	mux.HandleFunc("POST /commands/members", func(w http.ResponseWriter, r *http.Request) {
-		id, err := strconv.ParseUint(r.FormValue("id"), 10, 64)
-		addr := r.FormValue("addr")
-		if err != nil || id == 0 || addr == "" {
-			reply(w, http.StatusBadRequest, map[string]any{"command": "add_member", "error": "want id=N and addr=host:port"})
-			return
+	// Membership changes: an authenticated JSON request. Requiring a
+	// header and a JSON body means no page in a browser can make one
+	// (a cross-site form cannot set either without a preflight).
+	member := func(name string, change func(memberRequest) error, valid func(memberRequest) bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if status, err := s.authorizeAdmin(r); err != nil {
+				reply(w, status, map[string]any{"command": name, "error": err.Error()})
+				return
+			}
+			var m memberRequest
+			if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&m); err != nil || !valid(m) {
+				reply(w, http.StatusBadRequest, map[string]any{"command": name, "error": `want a JSON body {"id": N, "addr": "host:port"}`})
+				return
+			}
+			if err := change(m); err != nil {
+				reply(w, http.StatusConflict, map[string]any{"command": name, "error": err.Error()})
+				return
+			}
+			reply(w, http.StatusOK, map[string]any{"command": name, "id": m.ID, "addr": m.Addr, "error": nil})
 		}
-		if err := s.AddMember(id, addr); err != nil {
-			reply(w, http.StatusConflict, map[string]any{"command": "add_member", "error": err.Error()})
-			return
-		}
-		reply(w, http.StatusOK, map[string]any{"command": "add_member", "id": id, "addr": addr, "error": nil})
-	})
-	mux.HandleFunc("DELETE /commands/members", func(w http.ResponseWriter, r *http.Request) {
-		id, err := strconv.ParseUint(r.FormValue("id"), 10, 64)
-		if err != nil || id == 0 {
-			reply(w, http.StatusBadRequest, map[string]any{"command": "remove_member", "error": "want id=N"})
-			return
-		}
-		if err := s.RemoveMember(id); err != nil {
-			reply(w, http.StatusConflict, map[string]any{"command": "remove_member", "error": err.Error()})
-			return
-		}
-		reply(w, http.StatusOK, map[string]any{"command": "remove_member", "id": id, "error": nil})
-	})
+	}
+	mux.HandleFunc("POST /commands/members", member("add_member",
+		func(m memberRequest) error { return s.AddMember(m.ID, m.Addr) },
+		func(m memberRequest) bool { return m.ID >= 1 && m.ID <= MaxServerID && m.Addr != "" }))
+	mux.HandleFunc("DELETE /commands/members", member("remove_member",
+		func(m memberRequest) error { return s.RemoveMember(m.ID) },
+		func(m memberRequest) bool { return m.ID >= 1 && m.ID <= MaxServerID }))
 	return mux
+}
+
+// authorizeAdmin checks a state-changing admin request: the configured
+// token as a bearer token, and a JSON body.
+func (s *Server) authorizeAdmin(r *http.Request) (int, error) {
+	if s.cfg.AdminToken == "" {
+		return http.StatusForbidden, errors.New("membership changes are disabled: no admin token is configured")
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.AdminToken)) != 1 {
+		return http.StatusUnauthorized, errors.New("a valid Authorization: Bearer token is required")
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return http.StatusUnsupportedMediaType, errors.New("the body must be application/json")
+	}
+	return 0, nil
 }
 
 // serveAdmin runs the admin HTTP listener until the server closes.

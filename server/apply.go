@@ -1,92 +1,83 @@
 package server
 
 import (
-	"time"
+	"errors"
 
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/wire"
+	"github.com/hutchzk/hutch/zkdb"
 )
 
-// applyBatch stamps and applies proposals in order under one acquisition of
-// the tree lock. Only the single-node committer stamps; a replicated one
-// arrives with zxid and time already chosen by the leader.
-func (s *Server) applyBatch(batch []*proposal) {
-	s.treeMu.Lock()
-	now := s.cfg.Clock.Now().UnixMilli()
-	for _, p := range batch {
-		p.txn.Zxid = s.tree.LastZxid() + 1
-		p.txn.Time = now
-		s.applyCommittedLocked(p)
-	}
-	s.treeMu.Unlock()
-	for _, p := range batch {
-		close(p.done)
-	}
-}
+// sink turns the DB's effects into replies, notifications and closed
+// connections. Its methods run under the DB's lock, in apply order.
+type sink struct{ s *Server }
 
-// applyCommittedLocked is the one place the tree changes: apply the
-// transaction, fire the watches it triggered, then let the waiting request
-// queue its reply. The caller holds treeMu for writing.
-func (s *Server) applyCommittedLocked(p *proposal) {
-	res := s.tree.Apply(&p.txn)
-	p.committed = true
-	s.stats.txns.Add(1)
-	if len(res.Events) > 0 {
-		s.watchMu.Lock()
-		for i := range res.Events {
-			s.firing = &res.Events[i]
-			s.watches.Trigger(s.firing.Type, s.firing.Path, s.deliver)
-		}
-		s.firing = nil
-		s.watchMu.Unlock()
-	}
-	if p.applied != nil {
-		p.applied(p, &res)
-	}
-	// After the reply: closing a session closes its connection once what is
-	// queued, the closeSession reply included, has been written.
-	if res.Err == nil {
-		s.trackSessionsLocked(&p.txn)
-	}
-}
-
-// deliverEvent queues a watch notification on the connection that set the
+// Notify queues a watch notification on the connection that set the
 // watch. Watches are keyed by connection id, as ZooKeeper keys them by
-// connection, so a dropped connection's watches go with it. As in ZooKeeper,
-// a connection without READ on the node (the parent, for a child event) is
-// not told: the one-shot watch is spent all the same.
-func (s *Server) deliverEvent(connID int64, ev wire.WatcherEvent) {
-	s.connsMu.Lock()
-	c := s.conns[connID]
-	s.connsMu.Unlock()
-	if c == nil || !s.firing.Readable(c.identities()) {
+// connection, so a dropped connection's watches go with it. As in
+// ZooKeeper, a connection without READ on the node (the parent, for a
+// child event) is not told: the one-shot watch is spent all the same.
+func (k sink) Notify(watcher int64, ev *wire.WatcherEvent, from *tree.Event) {
+	c := k.s.connByID(watcher)
+	if c == nil || !from.Readable(c.identities()) {
 		return
 	}
-	c.out.send(wire.ReplyHeader{Xid: wire.XidNotification, Zxid: -1}, &ev)
-	s.stats.notifications.Add(1)
+	c.out.send(wire.ReplyHeader{Xid: wire.XidNotification, Zxid: -1}, ev)
+	k.s.stats.notifications.Add(1)
 }
 
-// trackSessionsLocked keeps the session tracker in step with the replicated
-// session table, on every node, so whichever node leads can expire any
-// session; a closed session's connection here is closed too.
-func (s *Server) trackSessionsLocked(txn *tree.Txn) {
-	switch txn.Op {
-	case wire.OpCreateSession:
-		if cs, ok := txn.Req.(*tree.CreateSession); ok {
-			s.sessMu.Lock()
-			s.tracker.Add(cs.ID, time.Duration(cs.Timeout)*time.Millisecond, s.cfg.Clock.Now())
-			s.sessMu.Unlock()
+// Applied answers the proposal this node made for the command, if any,
+// and closes the connections the command ended: the owner of a session it
+// closed, once its replies are written, and the former owner of a session
+// it moved.
+func (k sink) Applied(e *zkdb.Effects) {
+	s := k.s
+	if e.Command.Kind == zkdb.KindTxn {
+		s.stats.txns.Add(1)
+	}
+	var p *proposal
+	if e.Command.Origin == s.nodeID {
+		p = s.commit.take(e.Command.Seq)
+	}
+	if p != nil {
+		p.committed, p.err = true, e.Result.Err
+		if errors.Is(p.err, zkdb.ErrSessionMoved) || errors.Is(p.err, zkdb.ErrOutOfOrder) {
+			// The connection no longer speaks for its session, or lost
+			// a write it sent earlier: ZooKeeper drops it without a
+			// reply, and the client re-attaches wherever it can.
+			if p.conn != nil {
+				s.log.Info("dropping connection: write refused", "session", e.Command.Txn.Session, "err", p.err)
+				p.conn.out.abort()
+			}
+		} else if p.applied != nil {
+			p.applied(p, e)
 		}
-	case wire.OpCloseSession:
-		s.sessMu.Lock()
-		s.tracker.Remove(txn.Session)
-		s.sessMu.Unlock()
-		s.connsMu.Lock()
-		c := s.sessionConns[txn.Session]
-		delete(s.sessionConns, txn.Session)
-		s.connsMu.Unlock()
-		if c != nil {
+		close(p.done)
+	}
+	if e.MovedFrom != 0 {
+		if c := s.connByID(e.MovedFrom); c != nil {
+			s.log.Info("closing connection: session re-attached elsewhere", "session", e.Command.Txn.Session, "ip", c.ip)
+			c.out.abort()
+		}
+	}
+	if e.ClosedConn != 0 {
+		if c := s.connByID(e.ClosedConn); c != nil {
 			c.out.finish()
 		}
+	}
+}
+
+// Reset drops every client connection and gives up on this node's
+// waiting writes: the state was replaced by a snapshot, so watches set on
+// the old state are gone and replies may never come. Clients reconnect,
+// re-attach their sessions and set their watches again, and the server
+// fires what they missed (setWatches), as after a ZooKeeper follower's
+// snapshot sync.
+func (k sink) Reset() {
+	s := k.s
+	s.log.Warn("state replaced by a snapshot from the leader: dropping client connections")
+	s.commit.failAll()
+	for _, c := range s.openConns() {
+		c.out.abort()
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -24,27 +25,34 @@ func startCluster(tb testing.TB, n int, tick time.Duration) []*Server {
 
 // startClusterOn is startCluster with the nodes' links to each other
 // dialled through network (named by Raft address); nil dials plain TCP.
-func startClusterOn(tb testing.TB, network *faultnet.Network, n int, tick time.Duration) []*Server {
+// mods, if any, adjust each node's configuration before it starts.
+func startClusterOn(tb testing.TB, network *faultnet.Network, n int, tick time.Duration, mods ...func(id uint64, cfg *Config)) []*Server {
 	tb.Helper()
 	peers := make(map[uint64]string, n)
 	for id := uint64(1); id <= uint64(n); id++ {
 		peers[id] = fmt.Sprintf("127.0.0.1:%d", realzk.FreePort(tb))
 	}
 	nodes := make([]*Server, n)
+	secret := []byte("in-process test ensemble secret")
 	for i := range nodes {
 		id := uint64(i + 1)
-		rc := &raftstore.Config{NodeID: id, RaftAddr: peers[id], Peers: peers}
+		// Volatile: these nodes never restart into their group.
+		rc := &raftstore.Config{NodeID: id, RaftAddr: peers[id], Peers: peers, Volatile: true, Secret: secret}
 		if network != nil {
 			rc.Dial = network.Dialer(peers[id])
 		}
-		s := New(Config{
+		cfg := Config{
 			ListenAddr:          "127.0.0.1:0",
 			AdminAddr:           "127.0.0.1:0",
 			TickTime:            tick,
 			MaxClientConnsPerIP: -1,
-			Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Logger:              testLogger(),
 			Raft:                rc,
-		})
+		}
+		for _, mod := range mods {
+			mod(id, &cfg)
+		}
+		s := New(cfg)
 		if err := s.Start(); err != nil {
 			tb.Fatalf("start node %d: %v", id, err)
 		}
@@ -57,17 +65,19 @@ func startClusterOn(tb testing.TB, network *faultnet.Network, n int, tick time.D
 
 func leaderOf(nodes []*Server) *Server {
 	for _, s := range nodes {
-		if !s.closed.Load() && s.isLeader() {
+		if !s.closed.Load() && isLeader(s) {
 			return s
 		}
 	}
 	return nil
 }
 
+// isLeader reports whether s's srvr would say "Mode: leader".
+func isLeader(s *Server) bool { return s.Mode() == "leader" }
+
 func digestOf(s *Server) uint64 {
-	s.treeMu.RLock()
-	defer s.treeMu.RUnlock()
-	return s.tree.Digest()
+	d, _ := s.Digest()
+	return d
 }
 
 // TestClusterReplicates: writes through any node are seen on every node
@@ -107,7 +117,7 @@ func TestClusterReplicates(t *testing.T) {
 	}
 	modes := map[string]int{}
 	for _, s := range nodes {
-		modes[s.mode()]++
+		modes[s.Mode()]++
 	}
 	if modes["leader"] != 1 || modes["follower"] != 2 {
 		t.Fatalf("srvr modes %v, want one leader and two followers", modes)
@@ -121,7 +131,7 @@ func TestClusterFollowerSessionStaysAlive(t *testing.T) {
 	nodes := startCluster(t, 3, 100*time.Millisecond)
 	var follower *Server
 	for _, s := range nodes {
-		if !s.isLeader() {
+		if !isLeader(s) {
 			follower = s
 			break
 		}
@@ -202,7 +212,7 @@ func TestDurableRestart(t *testing.T) {
 		if err := s.Start(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 20*time.Second, "leadership", s.isLeader)
+		waitFor(t, 20*time.Second, "leadership", func() bool { return isLeader(s) })
 		return s
 	}
 	s := open()
@@ -292,4 +302,12 @@ func refusesClients(tb testing.TB, s *Server) bool {
 	_ = r.nc.SetReadDeadline(time.Now().Add(2 * time.Second))
 	_, err := r.nc.Read(make([]byte, 1))
 	return err == io.EOF
+}
+
+// testLogger discards logs unless HUTCH_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("HUTCH_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }

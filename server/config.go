@@ -1,23 +1,13 @@
 package server
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/hutchzk/hutch/clock"
 	"github.com/hutchzk/hutch/raftstore"
 )
-
-// Clock tells the time. Tests and embedders inject their own.
-type Clock interface {
-	Now() time.Time
-}
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
-// SystemClock is the wall clock.
-var SystemClock Clock = systemClock{}
 
 // Config holds everything a Server needs; zero fields take ZooKeeper's defaults.
 type Config struct {
@@ -42,15 +32,23 @@ type Config struct {
 	// ContainerCheckInterval is how often empty containers and expired TTL
 	// nodes are looked for (znode.container.checkIntervalMs).
 	ContainerCheckInterval time.Duration
-	// ServerID goes into the top byte of session ids.
+	// ServerID goes into the top byte of session ids: 1 to 254 (255 would
+	// make ids that read as TTL nodes' owners, as ZooKeeper warns). It
+	// defaults to the Raft node id, or 1.
 	ServerID int64
-	// Clock supplies time for zxid timestamps, session expiry and TTLs.
-	Clock Clock
+	// Clock tells the time and fires the server's timers: session expiry,
+	// container and TTL cleanup, activity reports to the leader and the
+	// proposal time-out. Tests pass a clock.Fake and move it.
+	Clock clock.Clock
 	// Logger receives structured logs; slog.Default() when nil.
 	Logger *slog.Logger
 	// AdminAddr, when set, serves AdminServer-style HTTP commands
 	// (/commands/ruok, /commands/digest, /commands/members).
 	AdminAddr string
+	// AdminToken, when set, lets an admin HTTP request carrying
+	// "Authorization: Bearer <token>" change the membership; without it
+	// membership changes are refused.
+	AdminToken string
 	// Raft, when set, replicates every write through a Raft group (see
 	// package raftstore) instead of applying it directly; ServerID then
 	// defaults to the Raft node id.
@@ -65,6 +63,10 @@ const (
 	DefaultMaxFrameSize           = 0xfffff
 	DefaultContainerCheckInterval = time.Minute
 )
+
+// MaxServerID is the largest server (node) id: session ids carry it in
+// their top byte, and 255 there would read as a TTL node's owner.
+const MaxServerID = 254
 
 func (c Config) withDefaults() Config {
 	if c.ListenAddr == "" {
@@ -95,10 +97,28 @@ func (c Config) withDefaults() Config {
 		c.ServerID = 1
 	}
 	if c.Clock == nil {
-		c.Clock = SystemClock
+		c.Clock = clock.System
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	return c
+}
+
+// check refuses what cannot work; Start returns its error.
+func (c Config) check() error {
+	if c.ServerID < 1 || c.ServerID > MaxServerID {
+		return fmt.Errorf("server id %d out of range: it must be 1 to %d (session ids carry it in one byte, and 255 reads as a TTL owner)", c.ServerID, MaxServerID)
+	}
+	if c.Raft != nil {
+		if c.Raft.NodeID < 1 || c.Raft.NodeID > MaxServerID {
+			return fmt.Errorf("node id %d out of range: it must be 1 to %d", c.Raft.NodeID, MaxServerID)
+		}
+		for id := range c.Raft.Peers {
+			if id < 1 || id > MaxServerID {
+				return fmt.Errorf("peer id %d out of range: it must be 1 to %d", id, MaxServerID)
+			}
+		}
+	}
+	return nil
 }

@@ -29,7 +29,16 @@ type conn struct {
 	// lastWrite is the newest write this connection proposed; a read waits for
 	// it so that it sees this session's own writes.
 	lastWrite *proposal
-	dec       wire.Decoder
+	// order numbers the commands this connection sends for its session
+	// (zkdb.Command.Order). Only the reader goroutine uses it.
+	order uint64
+	dec   wire.Decoder
+}
+
+// nextOrder numbers the connection's next command.
+func (c *conn) nextOrder() uint64 {
+	c.order++
+	return c.order
 }
 
 func newConn(s *Server, nc net.Conn, id int64, ip string) *conn {

@@ -33,18 +33,6 @@ func srvr(s *Server) string {
 	fmt.Fprintf(&b, "Zookeeper version: 3.8.0-hutch\n")
 	fmt.Fprintf(&b, "Latency min/avg/max: 0/0.0/0\n")
 	fmt.Fprintf(&b, "Received: %d\nSent: %d\nConnections: %d\nOutstanding: 0\n", st.PacketsReceived, st.PacketsSent, st.Connections)
-	fmt.Fprintf(&b, "Zxid: 0x%x\nMode: %s\nNode count: %d\n", st.LastZxid, s.mode(), st.Nodes)
+	fmt.Fprintf(&b, "Zxid: 0x%x\nMode: %s\nNode count: %d\n", st.LastZxid, s.Mode(), st.Nodes)
 	return b.String()
-}
-
-// mode is ZooKeeper's server mode: standalone, or leader/follower in an
-// ensemble.
-func (s *Server) mode() string {
-	if _, replicated := s.commit.(*raftCommitter); !replicated {
-		return "standalone"
-	}
-	if s.isLeader() {
-		return "leader"
-	}
-	return "follower"
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hutchzk/hutch/internal/faultnet"
 	"github.com/hutchzk/hutch/wire"
+	"github.com/hutchzk/hutch/zkdb"
 )
 
 // TestClusterPartitionedLeader cuts the leader off from both followers:
@@ -58,7 +59,7 @@ func TestClusterPartitionedLeader(t *testing.T) {
 		return l != nil
 	})
 	t.Logf("majority elected a leader %v after the cut", time.Since(cut).Round(time.Millisecond))
-	waitFor(t, 10*time.Second, "the cut-off leader to step down", func() bool { return !old.isLeader() })
+	waitFor(t, 10*time.Second, "the cut-off leader to step down", func() bool { return !isLeader(old) })
 	t.Logf("old leader stepped down %v after the cut", time.Since(cut).Round(time.Millisecond))
 
 	select {
@@ -161,9 +162,7 @@ func TestClusterReattachCatchesUp(t *testing.T) {
 	// Every node knows the session before the one that falls behind is cut off.
 	waitFor(t, 10*time.Second, "the session on every node", func() bool {
 		for _, s := range nodes {
-			s.treeMu.RLock()
-			_, _, ok := s.tree.Session(session.SessionID)
-			s.treeMu.RUnlock()
+			_, _, ok := s.db.Session(session.SessionID)
 			if !ok {
 				return false
 			}
@@ -177,9 +176,8 @@ func TestClusterReattachCatchesUp(t *testing.T) {
 	if h, _ := first.reply(); h.Err != wire.CodeOK {
 		t.Fatalf("create through %s: %v", other.Addr(), h.Err)
 	}
-	behind.treeMu.RLock()
-	_, err := behind.tree.Exists("/written-elsewhere")
-	behind.treeMu.RUnlock()
+	var err error
+	behind.db.Read(func(v *zkdb.View) { _, err = v.Tree.Exists("/written-elsewhere") })
 	if err == nil {
 		t.Fatal("the cut-off node already has the write; the test proves nothing")
 	}

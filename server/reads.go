@@ -3,10 +3,11 @@ package server
 import (
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/wire"
+	"github.com/hutchzk/hutch/zkdb"
 )
 
-// read answers a read-only request. The tree read, any watch it sets and the
-// queued reply happen under one read lock, so a write cannot slip between
+// read answers a read-only request. The read, any watch it sets and the
+// queued reply happen inside one DB read, so a write cannot slip between
 // them: its notification is queued after this reply.
 func (c *conn) read(h wire.RequestHeader) bool {
 	s := c.srv
@@ -16,74 +17,70 @@ func (c *conn) read(h wire.RequestHeader) bool {
 		if !c.decode(h, &r) {
 			return false
 		}
-		s.treeMu.RLock()
-		body, err := c.readPath(h.Type, &r)
-		c.reply(h.Xid, s.tree.LastZxid(), err, body)
-		s.treeMu.RUnlock()
+		s.db.Read(func(v *zkdb.View) {
+			body, err := c.readPath(v, h.Type, &r)
+			c.reply(h.Xid, v.Tree.LastZxid(), err, body)
+		})
 	case wire.OpGetACL, wire.OpSync, wire.OpGetEphemerals, wire.OpGetAllChildrenNumber:
 		var r wire.PathRequest
 		if !c.decode(h, &r) {
 			return false
 		}
 		if h.Type == wire.OpSync {
-			if err := s.syncReplica(); err != nil {
+			if err := s.commit.catchUp(s.ctx); err != nil {
 				s.log.Warn("closing connection: sync could not reach the leader", "session", c.sessionID.Load(), "err", err)
 				return false
 			}
 		}
-		s.treeMu.RLock()
-		var body encodable
-		var err error
-		switch h.Type {
-		case wire.OpGetACL:
-			var resp wire.GetACLResponse
-			resp.ACL, resp.Stat, err = s.tree.GetACL(r.Path, c.identities())
-			body = &resp
-		case wire.OpSync:
-			// Every earlier write of this session has applied (waitWrites);
-			// a Raft follower has also caught up with the leader, above.
-			body = &wire.PathResponse{Path: r.Path}
-		case wire.OpGetEphemerals:
-			var resp wire.GetEphemeralsResponse
-			resp.Paths, err = s.tree.GetEphemerals(c.sessionID.Load(), r.Path)
-			body = &resp
-		case wire.OpGetAllChildrenNumber:
-			var resp wire.GetAllChildrenNumberResponse
-			resp.Total, err = s.tree.AllChildrenNumber(r.Path, c.identities())
-			body = &resp
-		}
-		c.reply(h.Xid, s.tree.LastZxid(), err, body)
-		s.treeMu.RUnlock()
+		s.db.Read(func(v *zkdb.View) {
+			var body encodable
+			var err error
+			switch h.Type {
+			case wire.OpGetACL:
+				var resp wire.GetACLResponse
+				resp.ACL, resp.Stat, err = v.Tree.GetACL(r.Path, c.identities())
+				body = &resp
+			case wire.OpSync:
+				// Every earlier write of this session has applied (waitWrites);
+				// a Raft follower has also caught up with the leader, above.
+				body = &wire.PathResponse{Path: r.Path}
+			case wire.OpGetEphemerals:
+				var resp wire.GetEphemeralsResponse
+				resp.Paths, err = v.Tree.GetEphemerals(c.sessionID.Load(), r.Path)
+				body = &resp
+			case wire.OpGetAllChildrenNumber:
+				var resp wire.GetAllChildrenNumberResponse
+				resp.Total, err = v.Tree.AllChildrenNumber(r.Path, c.identities())
+				body = &resp
+			}
+			c.reply(h.Xid, v.Tree.LastZxid(), err, body)
+		})
 	case wire.OpCheckWatches, wire.OpRemoveWatches:
 		var r wire.RemoveWatchesRequest
 		if !c.decode(h, &r) {
 			return false
 		}
-		s.treeMu.RLock()
-		s.watchMu.Lock()
-		var err error
-		if h.Type == wire.OpCheckWatches {
-			if !s.watches.Has(r.Path, c.id, r.Type) {
+		s.db.Read(func(v *zkdb.View) {
+			var err error
+			if h.Type == wire.OpCheckWatches {
+				if !v.HasWatch(r.Path, c.id, r.Type) {
+					err = errNoWatcher
+				}
+			} else if !v.RemoveWatch(r.Path, c.id, r.Type) {
 				err = errNoWatcher
 			}
-		} else if len(s.watches.Remove(r.Path, c.id, r.Type)) == 0 {
-			err = errNoWatcher
-		}
-		s.watchMu.Unlock()
-		c.reply(h.Xid, s.tree.LastZxid(), err, nil)
-		s.treeMu.RUnlock()
+			c.reply(h.Xid, v.Tree.LastZxid(), err, nil)
+		})
 	case wire.OpAddWatch:
 		var r wire.AddWatchRequest
 		if !c.decode(h, &r) {
 			return false
 		}
-		s.treeMu.RLock()
-		s.watchMu.Lock()
-		s.watches.AddPersistent(r.Path, c.id, r.Mode == wire.AddWatchModePersistentRecursive)
-		s.watchMu.Unlock()
-		// ZooKeeper answers addWatch with an ErrorResponse body of 0.
-		c.reply(h.Xid, s.tree.LastZxid(), nil, &wire.ErrorResult{Err: wire.CodeOK})
-		s.treeMu.RUnlock()
+		s.db.Read(func(v *zkdb.View) {
+			v.AddPersistentWatch(r.Path, c.id, r.Mode == wire.AddWatchModePersistentRecursive)
+			// ZooKeeper answers addWatch with an ErrorResponse body of 0.
+			c.reply(h.Xid, v.Tree.LastZxid(), nil, &wire.ErrorResult{Err: wire.CodeOK})
+		})
 	case wire.OpWhoAmI:
 		resp := wire.WhoAmIResponse{Infos: make([]wire.ClientInfo, 0, len(c.identities()))}
 		for _, id := range c.identities() {
@@ -96,54 +93,42 @@ func (c *conn) read(h wire.RequestHeader) bool {
 	return true
 }
 
-// readPath serves exists, getData, getChildren and getChildren2. The caller
-// holds the tree read lock.
-func (c *conn) readPath(op wire.OpCode, r *wire.PathWatchRequest) (encodable, error) {
-	s := c.srv
+// readPath serves exists, getData, getChildren and getChildren2 inside a
+// DB read.
+func (c *conn) readPath(v *zkdb.View, op wire.OpCode, r *wire.PathWatchRequest) (encodable, error) {
 	switch op {
 	case wire.OpExists:
-		stat, err := s.tree.Exists(r.Path)
+		stat, err := v.Tree.Exists(r.Path)
 		// exists leaves a watch whether or not the node is there.
 		if r.Watch && (err == nil || err == tree.ErrNoNode) {
-			c.addWatch(r.Path, false)
+			v.AddDataWatch(r.Path, c.id)
 		}
 		if err != nil {
 			return nil, err
 		}
 		return &wire.StatResponse{Stat: stat}, nil
 	case wire.OpGetData:
-		data, stat, err := s.tree.GetData(r.Path, c.identities())
+		data, stat, err := v.Tree.GetData(r.Path, c.identities())
 		if err != nil {
 			return nil, err
 		}
 		if r.Watch {
-			c.addWatch(r.Path, false)
+			v.AddDataWatch(r.Path, c.id)
 		}
 		return &wire.GetDataResponse{Data: data, Stat: stat}, nil
 	default:
-		children, stat, err := s.tree.GetChildren(r.Path, c.identities())
+		children, stat, err := v.Tree.GetChildren(r.Path, c.identities())
 		if err != nil {
 			return nil, err
 		}
 		if r.Watch {
-			c.addWatch(r.Path, true)
+			v.AddChildWatch(r.Path, c.id)
 		}
 		if op == wire.OpGetChildren {
 			return &wire.GetChildrenResponse{Children: children}, nil
 		}
 		return &wire.GetChildren2Response{Children: children, Stat: stat}, nil
 	}
-}
-
-func (c *conn) addWatch(path string, child bool) {
-	s := c.srv
-	s.watchMu.Lock()
-	if child {
-		s.watches.AddChild(path, c.id)
-	} else {
-		s.watches.AddData(path, c.id)
-	}
-	s.watchMu.Unlock()
 }
 
 // multiRead answers each getData/getChildren op independently: one failing
@@ -170,15 +155,14 @@ func (c *conn) multiRead(h wire.RequestHeader) bool {
 		ops = append(ops, mh)
 		reqs = append(reqs, r)
 	}
-	s := c.srv
-	s.treeMu.RLock()
-	resp := &multiResponse{results: make([]tree.OpResult, len(ops))}
-	for i := range ops {
-		body, err := c.readPath(ops[i].Type, &reqs[i])
-		resp.results[i] = tree.OpResult{Op: ops[i].Type, Err: err, Resp: body}
-	}
-	c.reply(h.Xid, s.tree.LastZxid(), nil, resp)
-	s.treeMu.RUnlock()
+	c.srv.db.Read(func(v *zkdb.View) {
+		resp := &multiResponse{results: make([]tree.OpResult, len(ops))}
+		for i := range ops {
+			body, err := c.readPath(v, ops[i].Type, &reqs[i])
+			resp.results[i] = tree.OpResult{Op: ops[i].Type, Err: err, Resp: body}
+		}
+		c.reply(h.Xid, v.Tree.LastZxid(), nil, resp)
+	})
 	return true
 }
 
@@ -197,15 +181,11 @@ func (c *conn) setWatches(h wire.RequestHeader) bool {
 		return false
 	}
 	c.waitWrites()
-	s := c.srv
-	s.treeMu.RLock()
-	s.watchMu.Lock()
-	s.watches.SetWatches(r.RelativeZxid, r.DataWatches, r.ExistWatches, r.ChildWatches,
-		r.PersistentWatches, r.PersistentRecursiveWatches, c.id, s.tree.Stat, func(_ int64, ev wire.WatcherEvent) {
+	c.srv.db.Read(func(v *zkdb.View) {
+		v.SetWatches(&r, c.id, func(ev wire.WatcherEvent) {
 			c.out.send(wire.ReplyHeader{Xid: wire.XidNotification, Zxid: -1}, &ev)
 		})
-	s.watchMu.Unlock()
-	c.reply(h.Xid, s.tree.LastZxid(), nil, nil)
-	s.treeMu.RUnlock()
+		c.reply(h.Xid, v.Tree.LastZxid(), nil, nil)
+	})
 	return true
 }

@@ -2,40 +2,49 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
-	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hutchzk/hutch/raftstore"
-	"github.com/hutchzk/hutch/session"
 	"github.com/hutchzk/hutch/tree"
-	"github.com/hutchzk/hutch/wire"
+	"github.com/hutchzk/hutch/zkdb"
 )
 
 // raftCommitter replicates writes through a Raft group: proposals are
-// forwarded to the leader in batches, and every node applies the committed
-// log through applyCommittedLocked. The node that took a request from its
-// client finds the waiting proposal by (origin, seq) and sends the reply.
+// encoded in batches and forwarded, in order, to the leader; every node
+// applies the committed log to its DB, and the node that took a request
+// from its client finds the waiting proposal by (origin, seq) and replies.
+//
+// Its goroutines each own one job, so none waits for another: run batches
+// proposals, forwardLoop hands batches to the leader one after another,
+// watchLeadership follows elections, reportTouches tells the leader about
+// this node's clients, and sweep gives up on proposals that never
+// applied.
 type raftCommitter struct {
 	proposalQueue
+	pendingTable
 	s     *Server
 	cfg   raftstore.Config
 	store *raftstore.Store
 
-	mu      sync.Mutex // guards pending and nextSeq
-	pending map[uint64]*pendingProposal
-	nextSeq uint64
+	// outbox carries encoded batches from run to forwardLoop, in order.
+	outbox chan forwardBatch
 
-	touchMu sync.Mutex         // guards touched
-	touched map[int64]struct{} // sessions active here since the last report to the leader
+	// ready is the term in which this node leads with every session's
+	// timer started afresh; 0 while it does not lead.
+	ready atomic.Uint64
+
+	touchMu  sync.Mutex         // guards touchSet
+	touchSet map[int64]struct{} // sessions active here since the last report
 }
 
-type pendingProposal struct {
-	p     *proposal
-	since time.Time
+// forwardBatch is one batch of encoded commands and the sequence numbers
+// of its proposals.
+type forwardBatch struct {
+	commands    []byte
+	first, last uint64
 }
 
 // proposalTimeout bounds how long a write may wait for its commit before its
@@ -43,209 +52,210 @@ type pendingProposal struct {
 // leader dies with its request in flight.
 const proposalTimeout = 10 * time.Second
 
+// leaderPoll is how often the committer looks at Raft's state, and how
+// often a forward waiting for a leader tries again. Raft runs on real
+// time, so this does too.
+const leaderPoll = 20 * time.Millisecond
+
 func newRaftCommitter(s *Server, cfg raftstore.Config) *raftCommitter {
 	if cfg.Logger == nil {
 		cfg.Logger = s.log
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = s.clock
+	}
+	if min := 2 * int64(s.cfg.MaxFrameSize); cfg.MaxForwardFrame < min {
+		cfg.MaxForwardFrame = max(min, raftstore.DefaultMaxForwardFrame)
+	}
 	return &raftCommitter{
 		proposalQueue: newProposalQueue(),
+		pendingTable:  newPendingTable(cfg.NodeID),
 		s:             s,
 		cfg:           cfg,
-		pending:       make(map[uint64]*pendingProposal),
-		nextSeq:       firstSeq(),
-		touched:       make(map[int64]struct{}),
-	}
-}
-
-// firstSeq picks where this process numbers its proposals. A restarted
-// node replays entries it proposed in earlier runs; starting at a random
-// point of a 63-bit space keeps their sequence numbers from matching the
-// proposals of this run.
-func firstSeq() uint64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return binary.BigEndian.Uint64(b[:]) >> 1
-}
-
-// noteTouch records client activity on a session for the next report to
-// the leader.
-func (c *raftCommitter) noteTouch(id int64) {
-	c.touchMu.Lock()
-	c.touched[id] = struct{}{}
-	c.touchMu.Unlock()
-}
-
-// reportTouches tells the leader, through the log, which sessions were
-// active here; every node then touches them in its tracker.
-func (c *raftCommitter) reportTouches() {
-	if c.store.IsLeader() {
-		c.touchMu.Lock()
-		clear(c.touched)
-		c.touchMu.Unlock()
-		return
-	}
-	c.touchMu.Lock()
-	ids := make([]int64, 0, len(c.touched))
-	for id := range c.touched {
-		ids = append(ids, id)
-	}
-	clear(c.touched)
-	c.touchMu.Unlock()
-	if len(ids) == 0 {
-		return
-	}
-	touch := raftstore.Entry{Origin: c.cfg.NodeID, Txn: tree.Txn{Op: wire.OpPing, Req: &raftstore.Touch{Sessions: ids}}}
-	if err := c.store.Forward([]raftstore.Entry{touch}); err != nil {
-		c.s.log.Debug("reporting session activity to the leader failed", "err", err, "sessions", len(ids))
+		outbox:        make(chan forwardBatch, 64),
+		touchSet:      make(map[int64]struct{}),
 	}
 }
 
 // open starts the Raft node; Start calls it before serving clients.
 func (c *raftCommitter) open() error {
-	store, err := raftstore.Open(c.cfg, replicaState{c})
+	store, err := raftstore.Open(c.cfg, c.s.db)
 	if err != nil {
 		return err
 	}
 	c.store = store
+	c.cfg = store.Config() // with defaults: election and forward timeouts
 	return nil
 }
 
 func (c *raftCommitter) run(ctx context.Context) {
-	defer close(c.stopped)
-	defer c.store.Close()
+	var wg sync.WaitGroup
+	defer func() {
+		close(c.stopped)
+		wg.Wait()
+		c.failAll()
+		c.store.Close()
+	}()
+	wg.Go(func() { c.forwardLoop(ctx) })
+	wg.Go(func() { c.watchLeadership(ctx) })
+	wg.Go(func() { c.reportTouches(ctx) })
+	wg.Go(func() { c.sweep(ctx) })
+
 	batch := make([]*proposal, 0, maxBatch)
-	entries := make([]raftstore.Entry, 0, maxBatch)
-	sweep := time.NewTicker(time.Second)
-	defer sweep.Stop()
-	// Touches reach the leader twice a tick, well inside any session timeout.
-	touches := time.NewTicker(c.s.cfg.TickTime / 2)
-	defer touches.Stop()
-	leader := c.store.LeaderCh()
-	quorum := time.NewTicker(100 * time.Millisecond)
-	defer quorum.Stop()
-	leaderSeen := c.s.cfg.Clock.Now()
-	var lastLeader uint64
+	cmds := make([]zkdb.Command, 0, maxBatch)
 	for {
 		select {
 		case <-ctx.Done():
-			c.failAll()
 			return
-		case <-sweep.C:
-			c.expireStale()
-			continue
-		case <-touches.C:
-			c.reportTouches()
-			continue
-		case <-quorum.C:
-			now := c.s.cfg.Clock.Now()
-			if id, _ := c.store.Leader(); id != 0 {
-				leaderSeen = now
-				c.s.setServing(true)
-				if lastLeader != 0 && id != lastLeader {
-					c.mu.Lock()
-					upTo := c.nextSeq
-					c.mu.Unlock()
-					go c.failStranded(ctx, upTo)
-				}
-				lastLeader = id
-			} else if now.Sub(leaderSeen) > c.leaderlessLimit() {
-				c.s.setServing(false)
-			}
-			continue
-		case isLeader := <-leader:
-			if isLeader {
-				// A new leader gives every session a fresh timeout, as
-				// ZooKeeper does after an election.
-				c.s.sessMu.Lock()
-				c.s.tracker.ResetAll(c.s.cfg.Clock.Now())
-				c.s.sessMu.Unlock()
-				c.s.log.Info("raft leadership gained", "node", c.cfg.NodeID)
-			}
-			continue
 		case p := <-c.in:
 			batch = c.batch(p, batch)
 		}
-		now := c.s.cfg.Clock.Now()
-		entries = entries[:0]
-		c.mu.Lock()
-		for _, p := range batch {
-			c.nextSeq++
-			p.txn.Time = now.UnixMilli()
-			c.pending[c.nextSeq] = &pendingProposal{p: p, since: now}
-			entries = append(entries, raftstore.Entry{Origin: c.cfg.NodeID, Seq: c.nextSeq, Txn: p.txn})
-		}
-		first := c.nextSeq - uint64(len(batch)) + 1
-		c.mu.Unlock()
-		if err := c.forward(ctx, entries); err != nil {
-			c.s.log.Warn("forwarding writes failed", "err", err, "writes", len(entries))
-			for seq := first; seq < first+uint64(len(batch)); seq++ {
-				c.fail(seq)
+		now := c.s.clock.Now()
+		for rest := batch; len(rest) > 0; {
+			// Cut at maxBatchBytes of requests: the leader bounds a frame.
+			cmds = cmds[:0]
+			size := 0
+			for len(rest) > 0 && (len(cmds) == 0 || size+rest[0].size <= maxBatchBytes) {
+				p := rest[0]
+				rest = rest[1:]
+				c.add(p, now)
+				cmds = append(cmds, p.cmd)
+				size += p.size
+			}
+			enc, err := zkdb.AppendCommands(nil, cmds)
+			if err != nil {
+				// A request that does not encode is a bug; its writers lose
+				// their connections rather than the node its loop.
+				c.s.log.Error("cannot encode writes", "err", err)
+				for i := range cmds {
+					c.fail(cmds[i].Seq)
+				}
+				continue
+			}
+			select {
+			case c.outbox <- forwardBatch{commands: enc, first: cmds[0].Seq, last: cmds[len(cmds)-1].Seq}:
+			case <-ctx.Done():
+				return
 			}
 		}
 		clear(batch)
+		clear(cmds)
 	}
 }
 
-// forward hands entries to the leader. While an election is under way (no
-// leader known, the node asked has just stepped down, or it cannot be
+// forwardLoop hands batches to the leader one after another, so this
+// node's writes enter the log in the order they were proposed.
+func (c *raftCommitter) forwardLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case fb := <-c.outbox:
+			c.forward(ctx, fb)
+		}
+	}
+}
+
+// forward hands one batch to the leader. While an election is under way
+// (no leader known, the node asked has just stepped down, or it cannot be
 // dialled because it died) nothing was taken, so it waits for the next
-// leader and tries again, up to the leaderless limit, rather than fail the
-// writes and send their clients to another node that waits for the same
-// election.
-func (c *raftCommitter) forward(ctx context.Context, entries []raftstore.Entry) error {
+// leader and tries again, up to the leaderless limit, rather than fail
+// the writes and send their clients to another node that waits for the
+// same election. Any other failure leaves the outcome unknown: the
+// writers' connections are dropped, as ZooKeeper's are when their leader
+// dies, and a later write of theirs can never commit ahead of these (the
+// DB refuses writes out of their connection's order).
+func (c *raftCommitter) forward(ctx context.Context, fb forwardBatch) {
 	deadline := time.Now().Add(c.leaderlessLimit())
 	for {
-		err := c.store.Forward(entries)
-		if err == nil || !(errors.Is(err, raftstore.ErrNoLeader) || errors.Is(err, raftstore.ErrNotLeader) ||
-			errors.Is(err, raftstore.ErrUnreachable)) || time.Now().After(deadline) {
-			return err
+		callCtx, cancel := context.WithTimeout(ctx, c.cfg.ForwardTimeout)
+		err := c.store.Forward(callCtx, fb.commands)
+		cancel()
+		if err == nil {
+			return
+		}
+		retry := errors.Is(err, raftstore.ErrNoLeader) || errors.Is(err, raftstore.ErrNotLeader) ||
+			errors.Is(err, raftstore.ErrUnreachable)
+		if !retry || time.Now().After(deadline) || ctx.Err() != nil {
+			c.s.log.Warn("forwarding writes failed", "err", err, "writes", fb.last-fb.first+1)
+			for seq := fb.first; seq <= fb.last; seq++ {
+				c.fail(seq)
+			}
+			return
 		}
 		t := time.NewTimer(leaderPoll)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return err
 		}
 	}
 }
-
-// leaderPoll is how often forward looks for a new leader.
-const leaderPoll = 20 * time.Millisecond
 
 // leaderlessLimit is how long a node goes without a known leader before it
 // stops serving clients: two election timeouts, time enough for an
 // ordinary election.
 func (c *raftCommitter) leaderlessLimit() time.Duration {
-	if c.cfg.ElectionTimeout > 0 {
-		return 2 * c.cfg.ElectionTimeout
-	}
-	return 2 * raftstore.DefaultElectionTimeout
+	return 2 * c.cfg.ElectionTimeout
 }
 
-// take removes and returns the proposal this node made under seq.
-func (c *raftCommitter) take(seq uint64) *proposal {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	pp := c.pending[seq]
-	if pp == nil {
-		return nil
+// watchLeadership follows Raft's view of the leader. It drops and refuses
+// clients while no leader is known (like a ZooKeeper follower that lost
+// its leader, so clients move to the majority), drops writes that died
+// with an old leader, and takes over session expiry when this node wins
+// an election: only after a barrier (so the state holds everything the
+// old leader committed) and after starting every session's timer afresh.
+func (c *raftCommitter) watchLeadership(ctx context.Context) {
+	var stranded sync.WaitGroup
+	defer stranded.Wait()
+	poll := time.NewTicker(leaderPoll)
+	defer poll.Stop()
+	leaderSeen := time.Now()
+	var lastLeader uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+		}
+		now := time.Now()
+		if id, _ := c.store.Leader(); id != 0 {
+			leaderSeen = now
+			c.s.setServing(true)
+			if lastLeader != 0 && id != lastLeader {
+				upTo := c.lastSeq()
+				stranded.Go(func() { c.failStranded(ctx, upTo) })
+			}
+			lastLeader = id
+		} else if now.Sub(leaderSeen) > c.leaderlessLimit() {
+			c.s.setServing(false)
+		}
+
+		if !c.store.IsLeader() {
+			if c.ready.Swap(0) != 0 {
+				c.s.log.Info("raft leadership lost", "node", c.cfg.NodeID)
+			}
+			continue
+		}
+		term := c.store.Term()
+		if c.ready.Load() == term {
+			continue
+		}
+		c.ready.Store(0)
+		if err := c.store.Barrier(c.cfg.ElectionTimeout); err != nil || !c.store.IsLeader() || c.store.Term() != term {
+			continue // lost it again, or not yet: try on the next poll
+		}
+		c.s.db.ResetTimers(c.s.clock.Now())
+		c.ready.Store(term)
+		c.s.log.Info("raft leadership gained", "node", c.cfg.NodeID, "term", term)
 	}
-	delete(c.pending, seq)
-	return pp.p
 }
 
-// fail gives up on a proposal: its connection is dropped, so the client
-// reconnects and learns the outcome by reading, as after connection loss.
-func (c *raftCommitter) fail(seq uint64) {
-	p := c.take(seq)
-	if p == nil {
-		return
-	}
-	if p.conn != nil {
-		p.conn.out.abort()
-	}
-	close(p.done)
+// leading reports whether this node owns expiry: it leads, in the term
+// whose takeover watchLeadership completed.
+func (c *raftCommitter) leading() (uint64, bool) {
+	term := c.ready.Load()
+	return term, term != 0 && c.store.IsLeader() && c.store.Term() == term
 }
 
 // failStranded drops the connections of writes up to seq that the old
@@ -257,16 +267,9 @@ func (c *raftCommitter) failStranded(ctx context.Context, upTo uint64) {
 	ctx, cancel := context.WithTimeout(ctx, proposalTimeout)
 	defer cancel()
 	if err := c.store.WaitApplied(ctx); err != nil {
-		return // expireStale still bounds them
+		return // sweep still bounds them
 	}
-	var stranded []uint64
-	c.mu.Lock()
-	for seq := range c.pending {
-		if seq <= upTo {
-			stranded = append(stranded, seq)
-		}
-	}
-	c.mu.Unlock()
+	stranded := c.selectSeqs(func(seq uint64, _ *proposal) bool { return seq <= upTo })
 	if len(stranded) > 0 {
 		c.s.log.Info("dropping writes lost with the old leader", "writes", len(stranded))
 	}
@@ -275,131 +278,85 @@ func (c *raftCommitter) failStranded(ctx context.Context, upTo uint64) {
 	}
 }
 
-func (c *raftCommitter) expireStale() {
-	cutoff := c.s.cfg.Clock.Now().Add(-proposalTimeout)
-	var stale []uint64
-	c.mu.Lock()
-	for seq, pp := range c.pending {
-		if pp.since.Before(cutoff) {
-			stale = append(stale, seq)
-		}
-	}
-	c.mu.Unlock()
-	for _, seq := range stale {
-		c.fail(seq)
-	}
+// touched records client activity for the next report to the leader.
+func (c *raftCommitter) touched(id int64) {
+	c.touchMu.Lock()
+	c.touchSet[id] = struct{}{}
+	c.touchMu.Unlock()
 }
 
-func (c *raftCommitter) failAll() {
-	c.mu.Lock()
-	seqs := make([]uint64, 0, len(c.pending))
-	for seq := range c.pending {
-		seqs = append(seqs, seq)
-	}
-	c.mu.Unlock()
-	for _, seq := range seqs {
-		c.fail(seq)
-	}
-}
-
-// replicaState is the Raft state machine: the server's tree and what hangs
-// off it (watches, replies, session expiry).
-type replicaState struct{ c *raftCommitter }
-
-// ApplyEntries applies one committed batch, in log order, under one
-// acquisition of the tree lock.
-func (r replicaState) ApplyEntries(entries []raftstore.Entry) {
-	s := r.c.s
-	var done []*proposal
-	s.treeMu.Lock()
-	for i := range entries {
-		e := &entries[i]
-		var p *proposal
-		if e.Origin == r.c.cfg.NodeID {
-			p = r.c.take(e.Seq)
+// reportTouches tells the leader, twice a tick (well inside any session
+// timeout), which sessions this node's clients were active on. A report
+// that fails is carried into the next one.
+func (c *raftCommitter) reportTouches(ctx context.Context) {
+	every := c.s.cfg.TickTime / 2
+	timer := c.s.clock.NewTimer(every)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C():
 		}
-		if p == nil {
-			p = &proposal{}
-		} else {
-			done = append(done, p)
+		timer.Reset(every)
+		c.touchMu.Lock()
+		ids := make([]int64, 0, len(c.touchSet))
+		for id := range c.touchSet {
+			ids = append(ids, id)
 		}
-		p.txn = e.Txn
-		if touch, ok := p.txn.Req.(*raftstore.Touch); ok && p.txn.Op == wire.OpPing {
-			now := s.cfg.Clock.Now()
-			s.sessMu.Lock()
-			for _, id := range touch.Sessions {
-				s.tracker.Touch(id, now)
-			}
-			s.sessMu.Unlock()
+		clear(c.touchSet)
+		c.touchMu.Unlock()
+		if len(ids) == 0 {
 			continue
 		}
-		if p.txn.Op == wire.OpSync {
-			// A sync marker changes nothing; it only orders the reply.
-			if p.applied != nil {
-				p.applied(p, &tree.Result{})
+		callCtx, cancel := context.WithTimeout(ctx, max(every, 100*time.Millisecond))
+		err := c.store.ReportTouches(callCtx, ids)
+		cancel()
+		if err != nil {
+			c.s.log.Debug("reporting session activity to the leader failed", "err", err, "sessions", len(ids))
+			for _, id := range ids {
+				c.touched(id)
 			}
-			continue
-		}
-		p.txn.Zxid = s.tree.LastZxid() + 1
-		s.applyCommittedLocked(p)
-	}
-	s.treeMu.Unlock()
-	for _, p := range done {
-		close(p.done)
-	}
-}
-
-// WriteSnapshot streams the tree under the read lock: writes wait while it
-// runs, but no second copy of the tree is made.
-func (r replicaState) WriteSnapshot(w io.Writer) error {
-	s := r.c.s
-	s.treeMu.RLock()
-	defer s.treeMu.RUnlock()
-	return s.tree.WriteSnapshot(w)
-}
-
-// RestoreSnapshot replaces the tree, and the session tracker with the
-// restored sessions on fresh timeouts.
-func (r replicaState) RestoreSnapshot(rd io.Reader) error {
-	t, err := tree.Restore(rd)
-	if err != nil {
-		return err
-	}
-	s := r.c.s
-	s.treeMu.Lock()
-	s.tree = t
-	now := s.cfg.Clock.Now()
-	s.sessMu.Lock()
-	// Sessions closed in the snapshot's history must not linger here.
-	s.tracker = session.NewTracker(s.cfg.TickTime)
-	for _, id := range t.Sessions() {
-		if timeout, _, ok := t.Session(id); ok {
-			s.tracker.Add(id, time.Duration(timeout)*time.Millisecond, now)
 		}
 	}
-	s.sessMu.Unlock()
-	s.treeMu.Unlock()
-	return nil
 }
 
-// syncReplica makes this node catch up with the leader's commit, for sync.
-func (s *Server) syncReplica() error {
-	rc, ok := s.commit.(*raftCommitter)
-	if !ok {
-		return nil
+// sweep gives up on proposals that have waited proposalTimeout.
+func (c *raftCommitter) sweep(ctx context.Context) {
+	timer := c.s.clock.NewTimer(time.Second)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C():
+		}
+		timer.Reset(time.Second)
+		cutoff := c.s.clock.Now().Add(-proposalTimeout)
+		for _, seq := range c.selectSeqs(func(_ uint64, p *proposal) bool { return p.since.Before(cutoff) }) {
+			c.fail(seq)
+		}
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, proposalTimeout)
+}
+
+// catchUp waits until this node has applied every write the leader had
+// committed when it was called.
+func (c *raftCommitter) catchUp(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, proposalTimeout)
 	defer cancel()
-	err := rc.store.WaitApplied(ctx)
+	err := c.store.WaitApplied(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return tree.ErrSystemError
 	}
 	return err
 }
 
-// isLeader reports whether this node may expire sessions: the single node
-// always, a Raft node only while it leads.
-func (s *Server) isLeader() bool {
-	rc, ok := s.commit.(*raftCommitter)
-	return !ok || rc.store.IsLeader()
+func (c *raftCommitter) mode() string {
+	if c.store.IsLeader() {
+		return "leader"
+	}
+	return "follower"
 }
+
+func (c *raftCommitter) addMember(id uint64, addr string) error { return c.store.AddVoter(id, addr) }
+func (c *raftCommitter) removeMember(id uint64) error           { return c.store.RemoveServer(id) }

@@ -1,8 +1,11 @@
 package server
 
 import (
+	"errors"
+
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/wire"
+	"github.com/hutchzk/hutch/zkdb"
 )
 
 // handle decodes one request frame and answers it in order. It reports false
@@ -40,19 +43,13 @@ func (c *conn) handle(frame []byte) bool {
 		c.out.send(wire.ReplyHeader{Xid: h.Xid}, nullToken{})
 		c.srv.stats.packetsSent.Add(1)
 		return true
-	case wire.OpReconfig:
-		var r wire.ReconfigRequest
-		if !c.decode(h, &r) {
-			return false
-		}
-		return c.propose(h, &r)
 	}
-	if isWrite(h.Type) {
+	if tree.IsClientWrite(h.Type) {
 		req, ok := c.decodeWrite(h)
 		if !ok {
 			return false
 		}
-		return c.propose(h, req)
+		return c.propose(h, req, len(frame))
 	}
 	if isRead(h.Type) {
 		c.waitWrites()
@@ -85,21 +82,7 @@ func (c *conn) decode(h wire.RequestHeader, r decodable) bool {
 	return true
 }
 
-func (c *conn) lastZxid() int64 {
-	c.srv.treeMu.RLock()
-	z := c.srv.tree.LastZxid()
-	c.srv.treeMu.RUnlock()
-	return z
-}
-
-func isWrite(op wire.OpCode) bool {
-	switch op {
-	case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer, wire.OpCreateTTL,
-		wire.OpDelete, wire.OpSetData, wire.OpSetACL, wire.OpCheck, wire.OpMulti:
-		return true
-	}
-	return false
-}
+func (c *conn) lastZxid() int64 { return c.srv.db.LastZxid() }
 
 func isRead(op wire.OpCode) bool {
 	switch op {
@@ -119,6 +102,9 @@ func errCode(err error) wire.Code {
 	}
 	if ce, ok := err.(codeError); ok {
 		return ce.code
+	}
+	if errors.Is(err, zkdb.ErrSessionMoved) {
+		return wire.CodeSessionMoved
 	}
 	return tree.ToCode(err)
 }

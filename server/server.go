@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,10 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hutchzk/hutch/clock"
 	"github.com/hutchzk/hutch/session"
-	"github.com/hutchzk/hutch/tree"
-	"github.com/hutchzk/hutch/watch"
-	"github.com/hutchzk/hutch/wire"
+	"github.com/hutchzk/hutch/zkdb"
 )
 
 // Stats are the server's running counters; metrics read them.
@@ -41,39 +41,30 @@ type StatsSnapshot struct {
 	LastZxid        int64
 }
 
-// Server is one hutch node serving ZooKeeper clients.
+// Server is one hutch node serving ZooKeeper clients. Its state (tree,
+// sessions, watches) is a zkdb.DB, changed only by the committer applying
+// commands; the server itself keeps only its connections.
 type Server struct {
-	cfg Config
-	log *slog.Logger
+	cfg    Config
+	log    *slog.Logger
+	clock  clock.Clock
+	nodeID uint64
 
-	// treeMu guards tree: writes apply under Lock; reads, and watch
-	// registration that must be atomic with a read, run under RLock.
-	treeMu sync.RWMutex
-	tree   *tree.Tree
-
-	// watchMu guards watches. Taken after treeMu, never before.
-	watchMu sync.Mutex
-	watches *watch.Manager
-	// firing is the event whose watches are being triggered; set and read
-	// only by the applier under treeMu. deliver is deliverEvent, bound once.
-	firing  *tree.Event
-	deliver func(connID int64, ev wire.WatcherEvent)
-
-	// connsMu guards conns, sessionConns, perIP and nextConnID. Taken after
-	// treeMu and watchMu.
-	connsMu      sync.Mutex
-	conns        map[int64]*conn // by connection id, the key of its watches
-	sessionConns map[int64]*conn // session id → the connection it is attached to
-	perIP        map[string]int
-	nextConnID   int64
-
-	// sessMu guards tracker and ids.
-	sessMu  sync.Mutex
-	tracker *session.Tracker
-	ids     *session.IDGenerator
-
+	db     *zkdb.DB
 	commit committer
 	stats  Stats
+
+	// connsMu guards conns, perIP and nextConnID. It is taken after the
+	// DB's lock (the sink looks connections up while applying), never
+	// before.
+	connsMu    sync.Mutex
+	conns      map[int64]*conn // by connection id: the key of its watches and of its sessions' ownership
+	perIP      map[string]int
+	nextConnID int64
+
+	// idsMu guards ids.
+	idsMu sync.Mutex
+	ids   *session.IDGenerator
 
 	ln      net.Listener
 	adminLn net.Listener // nil without AdminAddr
@@ -87,22 +78,23 @@ type Server struct {
 	notServing atomic.Bool
 }
 
-// New prepares a single-node, in-memory server; Start begins serving.
+// New prepares a server; Start begins serving. Without cfg.Raft it is a
+// single in-memory node.
 func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
 	s := &Server{
-		cfg:          cfg,
-		log:          cfg.Logger,
-		tree:         tree.New(),
-		watches:      watch.NewManager(),
-		conns:        make(map[int64]*conn),
-		sessionConns: make(map[int64]*conn),
-		perIP:        make(map[string]int),
-		tracker:      session.NewTracker(cfg.TickTime),
-		ids:          session.NewIDGenerator(cfg.ServerID, cfg.Clock.Now()),
+		cfg:        cfg,
+		log:        cfg.Logger,
+		clock:      cfg.Clock,
+		nodeID:     uint64(cfg.ServerID),
+		conns:      make(map[int64]*conn),
+		perIP:      make(map[string]int),
+		nextConnID: firstConnID(),
+		ids:        session.NewIDGenerator(cfg.ServerID, cfg.Clock.Now()),
 	}
-	s.deliver = s.deliverEvent
+	s.db = zkdb.New(zkdb.Config{TickTime: cfg.TickTime, Clock: cfg.Clock, Sink: sink{s}})
 	if cfg.Raft != nil {
+		s.nodeID = cfg.Raft.NodeID
 		s.commit = newRaftCommitter(s, *cfg.Raft)
 	} else {
 		s.commit = newLocalCommitter(s)
@@ -110,8 +102,21 @@ func New(cfg Config) *Server {
 	return s
 }
 
+// firstConnID picks where this process numbers its connections. A
+// connection id names its sessions' owner in the replicated state, so ids
+// must not repeat across the nodes of an ensemble or across restarts: a
+// random start in a 62-bit space makes that a non-event.
+func firstConnID() int64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return int64(binary.BigEndian.Uint64(b[:]) >> 2)
+}
+
 // Start listens on the configured address and serves until Close.
 func (s *Server) Start() error {
+	if err := s.cfg.check(); err != nil {
+		return err
+	}
 	if err := s.commit.open(); err != nil {
 		return fmt.Errorf("open replication: %w", err)
 	}
@@ -159,19 +164,18 @@ func (s *Server) AdminAddr() net.Addr {
 }
 
 // Close stops accepting, closes every connection and stops all loops. Sessions
-// are not closed: an in-memory node forgets them with everything else.
+// are not closed: an in-memory node forgets them with everything else, and
+// an ensemble member leaves them to the others, as a crashed one would.
 func (s *Server) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	if s.ln == nil {
+		return nil // never started
+	}
 	err := s.ln.Close()
 	s.cancel()
-	s.connsMu.Lock()
-	open := make([]*conn, 0, len(s.conns))
-	for _, c := range s.conns {
-		open = append(open, c)
-	}
-	s.connsMu.Unlock()
+	open := s.openConns()
 	for _, c := range open {
 		c.out.abort()
 		_ = c.nc.Close()
@@ -183,15 +187,7 @@ func (s *Server) Close() error {
 
 // Stats returns the current counters.
 func (s *Server) Stats() StatsSnapshot {
-	s.treeMu.RLock()
-	nodes, last := s.tree.NodeCount(), s.tree.LastZxid()
-	s.treeMu.RUnlock()
-	s.watchMu.Lock()
-	watches := s.watches.Count()
-	s.watchMu.Unlock()
-	s.sessMu.Lock()
-	sessions := s.tracker.Len()
-	s.sessMu.Unlock()
+	n := s.db.Counts()
 	return StatsSnapshot{
 		PacketsReceived: s.stats.packetsReceived.Load(),
 		PacketsSent:     s.stats.packetsSent.Load(),
@@ -199,12 +195,19 @@ func (s *Server) Stats() StatsSnapshot {
 		Txns:            s.stats.txns.Load(),
 		Notifications:   s.stats.notifications.Load(),
 		Connections:     s.stats.connections.Load(),
-		Sessions:        sessions,
-		Watches:         watches,
-		Nodes:           nodes,
-		LastZxid:        last,
+		Sessions:        n.Sessions,
+		Watches:         n.Watches,
+		Nodes:           n.Nodes,
+		LastZxid:        n.LastZxid,
 	}
 }
+
+// Digest returns a hash of the whole tree and the last applied zxid; equal
+// digests at equal zxids mean two nodes hold identical trees.
+func (s *Server) Digest() (digest uint64, lastZxid int64) { return s.db.Digest() }
+
+// Mode is srvr's Mode line: standalone, leader or follower.
+func (s *Server) Mode() string { return s.commit.mode() }
 
 func (s *Server) acceptLoop() {
 	for {
@@ -256,9 +259,7 @@ func (s *Server) register(nc net.Conn) (*conn, bool) {
 
 // unregister forgets a connection and the watches it set.
 func (s *Server) unregister(c *conn) {
-	s.watchMu.Lock()
-	s.watches.RemoveSession(c.id)
-	s.watchMu.Unlock()
+	s.db.RemoveWatcher(c.id)
 	s.connsMu.Lock()
 	delete(s.conns, c.id)
 	if n := s.perIP[c.ip] - 1; n > 0 {
@@ -266,11 +267,26 @@ func (s *Server) unregister(c *conn) {
 	} else {
 		delete(s.perIP, c.ip)
 	}
-	if sid := c.sessionID.Load(); sid != 0 && s.sessionConns[sid] == c {
-		delete(s.sessionConns, sid)
-	}
 	s.connsMu.Unlock()
 	s.stats.connections.Add(-1)
+}
+
+// connByID returns the open connection with that id, or nil.
+func (s *Server) connByID(id int64) *conn {
+	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	return s.conns[id]
+}
+
+// openConns lists the open connections.
+func (s *Server) openConns() []*conn {
+	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	open := make([]*conn, 0, len(s.conns))
+	for _, c := range s.conns {
+		open = append(open, c)
+	}
+	return open
 }
 
 func remoteIP(a net.Addr) string {
@@ -301,6 +317,13 @@ func newPassword() []byte {
 	return pw
 }
 
+// nextSessionID mints a session id.
+func (s *Server) nextSessionID() int64 {
+	s.idsMu.Lock()
+	defer s.idsMu.Unlock()
+	return s.ids.Next()
+}
+
 // setServing starts or stops serving clients; stopping drops every client
 // connection.
 func (s *Server) setServing(serving bool) {
@@ -311,12 +334,7 @@ func (s *Server) setServing(serving bool) {
 		s.log.Info("serving clients again: a leader is known")
 		return
 	}
-	s.connsMu.Lock()
-	open := make([]*conn, 0, len(s.conns))
-	for _, c := range s.conns {
-		open = append(open, c)
-	}
-	s.connsMu.Unlock()
+	open := s.openConns()
 	s.log.Warn("no leader: dropping client connections until one is elected", "connections", len(open))
 	for _, c := range open {
 		c.out.abort()

@@ -7,22 +7,33 @@ import (
 	"github.com/hutchzk/hutch/session"
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/wire"
+	"github.com/hutchzk/hutch/zkdb"
 )
 
 // connect answers a handshake: a new session, or re-attaching an existing one
 // with its id and password. It reports whether the connection carries on.
 func (c *conn) connect(req *wire.ConnectRequest) bool {
 	s := c.srv
-	s.treeMu.RLock()
-	last := s.tree.LastZxid()
-	s.treeMu.RUnlock()
-	if req.LastZxidSeen > last {
+	timeout := session.NegotiateTimeout(time.Duration(req.Timeout)*time.Millisecond, s.cfg.MinSessionTimeout, s.cfg.MaxSessionTimeout)
+	if req.SessionID != 0 {
+		// In an ensemble, first catch up with the leader, as a ZooKeeper
+		// follower revalidates a session with its leader: the session may
+		// have closed elsewhere, and a write the client sent before it
+		// lost its connection may have committed since, under a new
+		// leader. The client must see that write, or a lock recipe that
+		// looks for its own node after a connection loss would miss it and
+		// queue twice.
+		if err := s.commit.catchUp(s.ctx); err != nil {
+			s.log.Info("refusing re-attach: cannot catch up with the leader", "session", req.SessionID, "ip", c.ip, "err", err)
+			return false
+		}
+	}
+	if last := s.db.LastZxid(); req.LastZxidSeen > last {
 		// The client has seen a newer state than ours; ZooKeeper refuses so the
 		// client moves on to a server that is caught up.
 		s.log.Warn("refusing session: client saw a newer zxid", "clientZxid", req.LastZxidSeen, "lastZxid", last, "ip", c.ip)
 		return false
 	}
-	timeout := session.NegotiateTimeout(time.Duration(req.Timeout)*time.Millisecond, s.cfg.MinSessionTimeout, s.cfg.MaxSessionTimeout)
 	if req.SessionID == 0 {
 		return c.createSession(timeout)
 	}
@@ -31,20 +42,18 @@ func (c *conn) connect(req *wire.ConnectRequest) bool {
 
 func (c *conn) createSession(timeout time.Duration) bool {
 	s := c.srv
-	s.sessMu.Lock()
-	id := s.ids.Next()
-	s.sessMu.Unlock()
+	id := s.nextSessionID()
 	pw := newPassword()
 	p := &proposal{
-		txn: tree.Txn{Session: id, Op: wire.OpCreateSession,
-			Req: &tree.CreateSession{ID: id, Timeout: int32(timeout / time.Millisecond), Passwd: pw}},
+		cmd: zkdb.Command{Conn: c.id, Kind: zkdb.KindTxn, Txn: tree.Txn{Session: id, Op: wire.OpCreateSession,
+			Req: &tree.CreateSession{ID: id, Timeout: int32(timeout / time.Millisecond), Passwd: pw}}},
 		conn: c,
 	}
 	if !s.submit(p) {
 		return false
 	}
 	<-p.done
-	if !p.committed {
+	if !p.committed || p.err != nil {
 		return false
 	}
 	c.attach(id)
@@ -53,39 +62,32 @@ func (c *conn) createSession(timeout time.Duration) bool {
 	return true
 }
 
+// reattach moves a session to this connection. The move is a command in
+// the replicated log, so every node learns the session's new owner: from
+// then on a write still in flight from the old connection is refused
+// (SESSIONMOVED) wherever it arrives, instead of committing after this
+// connection's writes. Its old connection, wherever it is, is dropped, as
+// ZooKeeper closes it when a client reconnects elsewhere.
 func (c *conn) reattach(id int64, passwd []byte, timeout time.Duration) bool {
 	s := c.srv
-	// In an ensemble, first catch up with the leader, as a ZooKeeper
-	// follower revalidates a session with its leader: the session may
-	// have closed elsewhere, and a write the client sent before it lost
-	// its connection may have committed since, under a new leader. The
-	// client must see that write, or a lock recipe that looks for its own
-	// node after a connection loss would miss it and queue twice.
-	if err := s.syncReplica(); err != nil {
-		s.log.Info("refusing re-attach: cannot catch up with the leader", "session", id, "ip", c.ip, "err", err)
-		return false
-	}
-	// A session moves to its newest connection; the old one is closed, as
-	// ZooKeeper closes it when a client reconnects elsewhere.
-	s.connsMu.Lock()
-	old := s.sessionConns[id]
-	s.connsMu.Unlock()
-	if old != nil && old != c {
-		s.log.Info("closing connection: session re-attached elsewhere", "session", id, "ip", old.ip)
-		old.out.abort()
-	}
-	s.treeMu.RLock()
-	_, pw, ok := s.tree.Session(id)
-	s.treeMu.RUnlock()
+	_, pw, ok := s.db.Session(id)
+	ok = ok && bytes.Equal(pw, passwd)
 	if ok {
-		s.sessMu.Lock()
-		_, ok = s.tracker.Timeout(id)
-		if ok {
-			s.tracker.Add(id, timeout, s.cfg.Clock.Now())
+		p := &proposal{
+			cmd: zkdb.Command{Conn: c.id, Kind: zkdb.KindAttach, Timeout: int32(timeout / time.Millisecond),
+				Txn: tree.Txn{Session: id}},
+			conn: c,
 		}
-		s.sessMu.Unlock()
+		if !s.submit(p) {
+			return false
+		}
+		<-p.done
+		if !p.committed {
+			return false // outcome unknown: the client tries again
+		}
+		ok = p.err == nil
 	}
-	if !ok || !bytes.Equal(pw, passwd) {
+	if !ok {
 		s.log.Info("refusing re-attach: session expired or wrong password", "session", id, "ip", c.ip)
 		// Timeout 0 tells the client its session is gone.
 		c.sendConnectResponse(&wire.ConnectResponse{Passwd: make([]byte, 16)})
@@ -98,11 +100,11 @@ func (c *conn) reattach(id int64, passwd []byte, timeout time.Duration) bool {
 	return true
 }
 
+// attach makes id this connection's session; its writes are numbered
+// from 1 again, as the DB expects after a create or an attach.
 func (c *conn) attach(id int64) {
 	c.sessionID.Store(id)
-	c.srv.connsMu.Lock()
-	c.srv.sessionConns[id] = c
-	c.srv.connsMu.Unlock()
+	c.order = 0
 }
 
 func (c *conn) sendConnectResponse(r *wire.ConnectResponse) {
@@ -113,79 +115,90 @@ func (c *conn) sendConnectResponse(r *wire.ConnectResponse) {
 	c.out.sendRaw(e.Bytes())
 }
 
-// touch records activity on the connection's session.
+// touch records activity on the connection's session; false means the
+// session is gone (or being closed) and the connection should end.
 func (c *conn) touch() bool {
 	s := c.srv
 	id := c.sessionID.Load()
-	s.sessMu.Lock()
-	ok := s.tracker.Touch(id, s.cfg.Clock.Now())
-	s.sessMu.Unlock()
-	if rc, replicated := s.commit.(*raftCommitter); ok && replicated {
-		rc.noteTouch(id)
+	if !s.db.Touch(id, s.clock.Now()) {
+		return false
 	}
-	return ok
+	s.commit.touched(id)
+	return true
 }
+
+// stallGrace is how late the expiry loop may wake before the server
+// concludes it was held up (stopped, paused, starved) and gives that time
+// back to every session.
+const stallGrace = 50 * time.Millisecond
 
 // expiryLoop closes sessions when their bucket's time comes. It sleeps until
 // the earliest bucket (at most a tick, since a new session's bucket is always
 // later than that), so expiry lands within [timeout, timeout+tick].
+//
+// If it wakes later than it meant to, the whole process was likely held
+// up: by a stop signal, a pause, a starved machine. The clients' touches
+// of that time are still unread in their sockets, so before expiring
+// anything it shifts every deadline by the delay; a session is never
+// blamed for the server's own silence.
 func (s *Server) expiryLoop() {
-	timer := time.NewTimer(s.cfg.TickTime)
+	timer := s.clock.NewTimer(s.cfg.TickTime)
 	defer timer.Stop()
 	for {
 		wait := s.cfg.TickTime
-		s.sessMu.Lock()
-		next, ok := s.tracker.NextDeadline()
-		s.sessMu.Unlock()
-		if ok {
-			if d := next.Sub(s.cfg.Clock.Now()); d < wait {
+		if next, ok := s.db.NextExpiry(); ok {
+			if d := next.Sub(s.clock.Now()); d < wait {
 				wait = d
 			}
 		}
-		if wait < time.Millisecond {
-			wait = time.Millisecond
-		}
+		wait = max(wait, time.Millisecond)
+		planned := s.clock.Now().Add(wait)
 		timer.Reset(wait)
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-timer.C:
-			s.ExpireSessions()
+		case fired := <-timer.C():
+			// A system timer reports when it really fired; a fake one its
+			// deadline.
+			if late := fired.Sub(planned); late > stallGrace {
+				s.log.Warn("expiry was held up; extending every session by the delay", "delay", late)
+				s.db.ShiftTimers(late)
+			}
 		}
+		s.expireSessions()
 	}
 }
 
-// ExpireSessions closes every session whose timeout has run out by the
-// server's clock. The expiry loop calls it; tests with their own clock may too.
-func (s *Server) ExpireSessions() {
-	if !s.isLeader() {
-		return // the leader owns expiry; followers forward touches to it
+// expireSessions closes every session whose timeout has run out by the
+// server's clock, if this node owns expiry: the single node always, a Raft
+// node while it leads (having first given every session a full timeout).
+func (s *Server) expireSessions() {
+	if _, ok := s.commit.leading(); !ok {
+		return
 	}
-	s.sessMu.Lock()
-	expired := s.tracker.Expired(s.cfg.Clock.Now())
-	s.sessMu.Unlock()
-	for _, id := range expired {
+	for _, id := range s.db.ExpireSessions(s.clock.Now()) {
 		s.log.Info("session expired", "session", id)
 		s.closeSession(id, nil, 0)
 	}
 }
 
-// closeSession removes a session and its ephemerals in one transaction, then
-// closes the connection attached to it. origin, when set, is the connection
-// that asked (it gets the reply); otherwise the session expired.
+// closeSession removes a session and its ephemerals in one transaction;
+// applying it closes the connection attached to the session. origin, when
+// set, is the connection that asked (it gets the reply); otherwise the
+// session expired and the command speaks for no connection.
 func (s *Server) closeSession(id int64, origin *conn, xid int32) *proposal {
-	s.sessMu.Lock()
-	s.tracker.Remove(id)
-	s.sessMu.Unlock()
 	p := &proposal{
-		txn:  tree.Txn{Session: id, Op: wire.OpCloseSession},
+		cmd:  zkdb.Command{Kind: zkdb.KindTxn, Txn: tree.Txn{Session: id, Op: wire.OpCloseSession}},
 		conn: origin,
 		xid:  xid,
-		applied: func(p *proposal, res *tree.Result) {
+		applied: func(p *proposal, e *zkdb.Effects) {
 			if p.conn != nil {
-				p.conn.out.send(wire.ReplyHeader{Xid: p.xid, Zxid: p.txn.Zxid, Err: errCode(res.Err)}, nil)
+				p.conn.out.send(wire.ReplyHeader{Xid: p.xid, Zxid: e.Command.Txn.Zxid, Err: errCode(e.Result.Err)}, nil)
 			}
 		},
+	}
+	if origin != nil {
+		p.cmd.Conn, p.cmd.Order = origin.id, origin.nextOrder()
 	}
 	if !s.submit(p) {
 		return nil
@@ -196,33 +209,41 @@ func (s *Server) closeSession(id int64, origin *conn, xid int32) *proposal {
 // cleanupLoop deletes empty containers and expired TTL nodes, as ZooKeeper's
 // ContainerManager does, through ordinary transactions.
 func (s *Server) cleanupLoop() {
-	t := time.NewTicker(s.cfg.ContainerCheckInterval)
-	defer t.Stop()
+	timer := s.clock.NewTimer(s.cfg.ContainerCheckInterval)
+	defer timer.Stop()
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-t.C:
-			s.CleanupContainers()
+		case <-timer.C():
 		}
+		s.cleanupContainers()
+		timer.Reset(s.cfg.ContainerCheckInterval)
 	}
 }
 
-// CleanupContainers proposes the deletion of every empty container and
-// expired TTL node.
-func (s *Server) CleanupContainers() {
-	s.treeMu.RLock()
-	paths := s.tree.ExpiryCandidates(s.cfg.Clock.Now().UnixMilli())
-	s.treeMu.RUnlock()
+// cleanupContainers proposes the deletion of every empty container and
+// expired TTL node, if this node owns cleanup (the leader). Each delete
+// checks again, when it applies, that its node is still due by the log's
+// own time, so the leader's clock decides only when to look.
+func (s *Server) cleanupContainers() {
+	if _, ok := s.commit.leading(); !ok {
+		return
+	}
+	paths := s.db.ExpiryCandidates(s.clock.Now().UnixMilli())
 	var last *proposal
 	for _, path := range paths {
-		p := &proposal{txn: tree.Txn{Op: wire.OpDeleteContainer, Req: &wire.PathRequest{Path: path}}}
+		p := &proposal{cmd: zkdb.Command{Kind: zkdb.KindTxn,
+			Txn: tree.Txn{Op: wire.OpDeleteContainer, Req: &wire.PathRequest{Path: path}}}}
 		if !s.submit(p) {
 			return
 		}
 		last = p
 	}
 	if last != nil {
-		<-last.done
+		select {
+		case <-last.done:
+		case <-s.ctx.Done():
+		}
 	}
 }

@@ -3,73 +3,29 @@ package server
 import (
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/wire"
+	"github.com/hutchzk/hutch/zkdb"
 )
 
-// decodeWrite reads the body of a write request into the value its
-// transaction carries.
-func (c *conn) decodeWrite(h wire.RequestHeader) (any, bool) {
-	if h.Type == wire.OpMulti {
-		m, ok := c.decodeMulti(h)
-		return m, ok
-	}
-	req := newWriteRequest(h.Type)
+// decodeWrite reads the body of a write request into the request its
+// transaction carries. A multi holding an op that may not appear in one
+// fails to decode, and ZooKeeper then drops the connection too.
+func (c *conn) decodeWrite(h wire.RequestHeader) (tree.Request, bool) {
+	req, _ := tree.NewRequest(h.Type)
 	if !c.decode(h, req) {
 		return nil, false
 	}
 	return req, true
 }
 
-// newWriteRequest returns an empty request body for a write opcode, or nil.
-func newWriteRequest(op wire.OpCode) decodable {
-	switch op {
-	case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer:
-		return &wire.CreateRequest{}
-	case wire.OpCreateTTL:
-		return &wire.CreateTTLRequest{}
-	case wire.OpDelete:
-		return &wire.DeleteRequest{}
-	case wire.OpSetData:
-		return &wire.SetDataRequest{}
-	case wire.OpSetACL:
-		return &wire.SetACLRequest{}
-	case wire.OpCheck:
-		return &wire.CheckVersionRequest{}
-	}
-	return nil
-}
-
-// decodeMulti reads a multi request: op headers and bodies until the done
-// marker.
-func (c *conn) decodeMulti(h wire.RequestHeader) (*tree.MultiRequest, bool) {
-	m := &tree.MultiRequest{}
-	for {
-		var mh wire.MultiHeader
-		if !c.decode(h, &mh) {
-			return nil, false
-		}
-		if mh.Done {
-			return m, true
-		}
-		req := newWriteRequest(mh.Type)
-		if req == nil || mh.Type == wire.OpSetACL {
-			// ZooKeeper fails to deserialize such a multi and drops the connection.
-			c.srv.log.Warn("closing connection: invalid op in multi", "op", int32(mh.Type), "session", c.sessionID.Load(), "ip", c.ip)
-			return nil, false
-		}
-		if !c.decode(h, req) {
-			return nil, false
-		}
-		m.Ops = append(m.Ops, tree.MultiOp{Op: mh.Type, Req: req})
-	}
-}
-
 // propose sends a write to the committer without waiting: writes of one
 // session pipeline, and the reply is queued when the write applies.
-func (c *conn) propose(h wire.RequestHeader, req any) bool {
+func (c *conn) propose(h wire.RequestHeader, req tree.Request, size int) bool {
 	p := &proposal{
-		txn:     tree.Txn{Session: c.sessionID.Load(), Auth: c.identities(), Op: h.Type, Req: req},
+		cmd: zkdb.Command{Conn: c.id, Order: c.nextOrder(), Kind: zkdb.KindTxn,
+			Txn: tree.Txn{Session: c.sessionID.Load(), Auth: c.identities(), Op: h.Type, Req: req}},
 		conn:    c,
 		xid:     h.Xid,
+		size:    size,
 		applied: replyWrite,
 	}
 	if !c.srv.submit(p) {
@@ -79,12 +35,13 @@ func (c *conn) propose(h wire.RequestHeader, req any) bool {
 	return true
 }
 
-// replyWrite queues the reply of an applied write. It runs under the tree
+// replyWrite queues the reply of an applied write. It runs under the DB
 // lock, after the write's watch notifications were queued.
-func replyWrite(p *proposal, res *tree.Result) {
+func replyWrite(p *proposal, e *zkdb.Effects) {
+	res := &e.Result
 	var body encodable
 	if res.Err == nil {
-		switch p.txn.Op {
+		switch e.Command.Txn.Op {
 		case wire.OpCreate:
 			if r, ok := res.Resp.(*wire.Create2Response); ok {
 				body = &wire.CreateResponse{Path: r.Path}
@@ -97,7 +54,7 @@ func replyWrite(p *proposal, res *tree.Result) {
 			}
 		}
 	}
-	p.conn.reply(p.xid, p.txn.Zxid, res.Err, body)
+	p.conn.reply(p.xid, e.Command.Txn.Zxid, res.Err, body)
 }
 
 // multiResponse lays out per-op results as ZooKeeper's MultiResponse does:

@@ -167,6 +167,14 @@ func TestTrackerBuckets(t *testing.T) {
 			{op: "expire", ms: 6100, want: []int64{1}, next: 7100},
 			{op: "expire", ms: 7100, want: []int64{2}, next: none},
 		}},
+		{"shift delays every deadline", []step{
+			{op: "add", id: 1, timeout: time.Second, ms: 0, next: 1100},
+			{op: "add", id: 2, timeout: 2 * time.Second, ms: 0, next: 1100},
+			{op: "shift", ms: 500, next: 1600},
+			{op: "expire", ms: 1599, want: nil, next: 1600},
+			{op: "expire", ms: 1600, want: []int64{1}, next: 2600},
+			{op: "touch", id: 2, ms: 1600, want: []int64{2}, next: 3700},
+		}},
 		{"times before the base", []step{
 			{op: "add", id: 1, timeout: time.Second, ms: 0, next: 1100},
 			{op: "touch", id: 1, ms: -5000, want: []int64{1}, next: -3900},
@@ -197,6 +205,8 @@ func TestTrackerBuckets(t *testing.T) {
 					}
 				case "reset":
 					tr.ResetAll(at(s.ms))
+				case "shift":
+					tr.Shift(time.Duration(s.ms) * time.Millisecond)
 				}
 				next, ok := tr.NextDeadline()
 				switch {

@@ -160,6 +160,15 @@ func (t *Tracker) ResetAll(now time.Time) {
 	}
 }
 
+// Shift pushes every deadline back by d. A server whose expiry loop was
+// held up for d (a stop signal, a long pause) gives the time back, since
+// the touches of that period were held up too and may still be unread.
+func (t *Tracker) Shift(d time.Duration) {
+	if d > 0 && t.hasBase {
+		t.base = t.base.Add(d)
+	}
+}
+
 // place moves e to the bucket its deadline rounds up to when touched at now.
 func (t *Tracker) place(e *entry, now time.Time) {
 	idx := t.bucketIndex(now, e.timeout)

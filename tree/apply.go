@@ -412,9 +412,12 @@ func (t *Tree) check(c *ctx, path string, version int32) error {
 
 // deleteContainer is the server's cleanup of containers and TTL nodes:
 // path shape → node exists → no children → still a container or TTL node
-// (BadVersion otherwise). No ACL check and no TTL re-check, as in ZooKeeper.
-// ZooKeeper only refuses session-owned nodes here and would delete a plain
-// persistent node that replaced the candidate; hutch refuses those too.
+// (BadVersion otherwise) → for a TTL node, expired by the transaction's own
+// time (BadVersion otherwise). No ACL check, as in ZooKeeper. ZooKeeper
+// neither re-checks the TTL nor refuses a plain persistent node that
+// replaced the candidate; hutch does both, so that a delete decided by one
+// clock, or proposed twice, can never remove a node that is not due by the
+// log's time.
 func (t *Tree) deleteContainer(c *ctx, path string) error {
 	parentPath, name, ok := splitParent(path)
 	if !ok || isSpecialPath(path) {
@@ -427,7 +430,13 @@ func (t *Tree) deleteContainer(c *ctx, path string) error {
 	if len(n.children) > 0 {
 		return ErrNotEmpty
 	}
-	if k := kindOf(n.st.owner); k != kindContainer && k != kindTTL {
+	switch kindOf(n.st.owner) {
+	case kindContainer:
+	case kindTTL:
+		if !ttlExpired(n, c.time) {
+			return ErrBadVersion
+		}
+	default:
 		return ErrBadVersion
 	}
 	parent := t.lookup(parentPath)

@@ -168,6 +168,15 @@ func (t *Tree) lookup(path string) *node {
 // LastZxid returns the largest zxid applied so far (DataTree.lastProcessedZxid).
 func (t *Tree) LastZxid() int64 { return t.lastZxid }
 
+// ConsumeZxid records zxid as used by a transaction refused before it
+// reached the tree (ZooKeeper logs such a refusal as an error txn, which
+// takes its zxid like any other).
+func (t *Tree) ConsumeZxid(zxid int64) {
+	if zxid > t.lastZxid {
+		t.lastZxid = zxid
+	}
+}
+
 // NodeCount returns ZooKeeper's znode count (mntr's zk_znode_count), which
 // counts the root twice because DataTree stores it under both "" and "/": a
 // fresh tree reports 5.

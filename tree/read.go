@@ -202,10 +202,17 @@ func (t *Tree) ExpiryCandidates(nowMs int64) []string {
 		if n == nil || len(n.children) > 0 {
 			continue
 		}
-		if ttl := n.st.owner & extendedValMask; ttl != 0 && nowMs-n.st.mtime > ttl {
+		if ttlExpired(n, nowMs) {
 			out = append(out, p)
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// ttlExpired reports whether TTL node n has gone unmodified for longer
+// than its TTL at nowMs, ContainerManager's test.
+func ttlExpired(n *node, nowMs int64) bool {
+	ttl := n.st.owner & extendedValMask
+	return ttl != 0 && nowMs-n.st.mtime > ttl
 }

@@ -156,6 +156,11 @@ func (d *Decoder) fail(err error) {
 	}
 }
 
+// Fail records err as the decoding error unless one is already recorded;
+// a record's Decode uses it for content that is well-formed jute but not
+// a valid record.
+func (d *Decoder) Fail(err error) { d.fail(err) }
+
 // take returns the next n bytes, or nil after recording ErrShortBuffer.
 func (d *Decoder) take(n int) []byte {
 	if d.err != nil {

@@ -1,0 +1,251 @@
+package zkdb
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hutchzk/hutch/tree"
+	"github.com/hutchzk/hutch/wire"
+)
+
+// Layout of a log entry, integers varint-encoded:
+//
+//	entry    = 0x00                        an empty entry (it only carries
+//	                                       the commit index to followers)
+//	         | 0x02 varint(time) commands
+//	commands = uvarint(count) command*
+//	command  = uvarint(origin) uvarint(seq) varint(conn) uvarint(order)
+//	           byte(kind) varint(session) varint(timeout)
+//	           uvarint(nauth) (str(scheme) str(id))* varint(op) body
+//	body     = uvarint(0) for no request | uvarint(len+1) jute(request)
+//	str      = uvarint(len) bytes
+//
+// The commands part is what a follower forwards to the leader; the leader
+// puts the entry's header, with its own clock's time, in front. Bodies are
+// length-prefixed so the decoder checks that each request uses exactly its
+// bytes; the request type comes from the op (tree.NewRequest).
+const (
+	entryEmpty byte = 0
+	entryV2    byte = 2
+)
+
+// EmptyEntry is a log entry with no commands.
+var EmptyEntry = []byte{entryEmpty}
+
+// ErrCorrupt means bytes do not decode as an entry or as commands.
+var ErrCorrupt = errors.New("zkdb: corrupt command encoding")
+
+// minCommandSize is the fewest bytes a command takes (one per field); it
+// bounds the count a batch may claim.
+const minCommandSize = 10
+
+var encoderPool = sync.Pool{New: func() any { return new(wire.Encoder) }}
+
+// AppendCommands appends the encoding of cmds to dst.
+func AppendCommands(dst []byte, cmds []Command) ([]byte, error) {
+	e := encoderPool.Get().(*wire.Encoder)
+	defer encoderPool.Put(e)
+	dst = binary.AppendUvarint(dst, uint64(len(cmds)))
+	for i := range cmds {
+		c := &cmds[i]
+		dst = binary.AppendUvarint(dst, c.Origin)
+		dst = binary.AppendUvarint(dst, c.Seq)
+		dst = binary.AppendVarint(dst, c.Conn)
+		dst = binary.AppendUvarint(dst, c.Order)
+		dst = append(dst, byte(c.Kind))
+		dst = binary.AppendVarint(dst, c.Txn.Session)
+		dst = binary.AppendVarint(dst, int64(c.Timeout))
+		dst = binary.AppendUvarint(dst, uint64(len(c.Txn.Auth)))
+		for _, id := range c.Txn.Auth {
+			dst = appendStr(dst, id.Scheme)
+			dst = appendStr(dst, id.ID)
+		}
+		dst = binary.AppendVarint(dst, int64(c.Txn.Op))
+		if c.Txn.Req == nil {
+			dst = binary.AppendUvarint(dst, 0)
+			continue
+		}
+		r, ok := c.Txn.Req.(tree.Request)
+		if !ok {
+			return nil, fmt.Errorf("zkdb: command %d (op %d): request %T does not encode", i, c.Txn.Op, c.Txn.Req)
+		}
+		e.Reset()
+		r.Encode(e)
+		dst = binary.AppendUvarint(dst, uint64(e.Len())+1)
+		dst = append(dst, e.Bytes()...)
+	}
+	return dst, nil
+}
+
+// AppendEntry appends a log entry stamped with time (ms since the epoch)
+// whose commands, already encoded by AppendCommands, are commands.
+func AppendEntry(dst []byte, time int64, commands []byte) []byte {
+	dst = append(dst, entryV2)
+	dst = binary.AppendVarint(dst, time)
+	return append(dst, commands...)
+}
+
+func appendStr(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+// DecodeEntry decodes a log entry. It never panics and allocates no more
+// than the input's size justifies; malformed input gives ErrCorrupt.
+// Decoded requests do not alias b.
+func DecodeEntry(b []byte) (Batch, error) {
+	if len(b) == 0 {
+		return Batch{}, ErrCorrupt
+	}
+	switch b[0] {
+	case entryEmpty:
+		if len(b) != 1 {
+			return Batch{}, ErrCorrupt
+		}
+		return Batch{}, nil
+	case entryV2:
+	default:
+		return Batch{}, fmt.Errorf("%w: entry version %d", ErrCorrupt, b[0])
+	}
+	r := &reader{b: b[1:]}
+	t := r.varint()
+	if r.bad {
+		return Batch{}, ErrCorrupt
+	}
+	cmds, err := decodeCommands(r)
+	return Batch{Time: t, Commands: cmds}, err
+}
+
+// CheckCommands reports whether b decodes as AppendCommands output; a
+// leader checks what a follower forwards before it enters the log.
+func CheckCommands(b []byte) error {
+	_, err := decodeCommands(&reader{b: b})
+	return err
+}
+
+func decodeCommands(r *reader) ([]Command, error) {
+	n := r.count(minCommandSize)
+	if r.bad {
+		return nil, ErrCorrupt
+	}
+	cmds := make([]Command, n)
+	for i := range cmds {
+		c := &cmds[i]
+		c.Origin = r.uvarint()
+		c.Seq = r.uvarint()
+		c.Conn = r.varint()
+		c.Order = r.uvarint()
+		c.Kind = Kind(r.byte())
+		c.Txn.Session = r.varint()
+		timeout := r.varint()
+		if timeout < -1<<31 || timeout >= 1<<31 {
+			r.bad = true
+		}
+		c.Timeout = int32(timeout)
+		if na := r.count(2); na > 0 {
+			c.Txn.Auth = make([]wire.ID, na)
+			for j := range c.Txn.Auth {
+				c.Txn.Auth[j] = wire.ID{Scheme: r.str(), ID: r.str()}
+			}
+		}
+		c.Txn.Op, c.Txn.Req = r.request()
+		if r.bad || (c.Kind != KindTxn && c.Kind != KindAttach) {
+			return nil, ErrCorrupt
+		}
+	}
+	if len(r.b) != 0 {
+		return nil, ErrCorrupt
+	}
+	return cmds, nil
+}
+
+// reader walks encoded bytes. Every read is bounds-checked; the first
+// failure sticks and later reads return zero values.
+type reader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.bad {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	if r.bad {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) byte() byte {
+	if b := r.take(1); len(b) == 1 {
+		return b[0]
+	}
+	return 0
+}
+
+// take returns the next n bytes (aliasing the input).
+func (r *reader) take(n uint64) []byte {
+	if r.bad || n > uint64(len(r.b)) {
+		r.bad = true
+		return nil
+	}
+	v := r.b[:n:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) str() string { return string(r.take(r.uvarint())) }
+
+// count reads a count and checks that count*minSize bytes could follow.
+func (r *reader) count(minSize uint64) int {
+	n := r.uvarint()
+	if r.bad || n > uint64(len(r.b))/minSize {
+		r.bad = true
+		return 0
+	}
+	return int(n)
+}
+
+// request reads varint(op) and its body, decoded as the op's request type.
+func (r *reader) request() (wire.OpCode, any) {
+	v := r.varint()
+	if v < -1<<31 || v >= 1<<31 {
+		r.bad = true
+	}
+	op := wire.OpCode(v)
+	blen := r.uvarint()
+	if r.bad || blen == 0 {
+		return op, nil
+	}
+	body := r.take(blen - 1)
+	req, known := tree.NewRequest(op)
+	if r.bad || !known || req == nil {
+		r.bad = true
+		return op, nil
+	}
+	d := wire.NewDecoder(body)
+	req.Decode(d)
+	if d.Err() != nil || d.Remaining() != 0 {
+		r.bad = true
+		return op, nil
+	}
+	return op, req
+}

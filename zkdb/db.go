@@ -1,0 +1,277 @@
+package zkdb
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hutchzk/hutch/clock"
+	"github.com/hutchzk/hutch/session"
+	"github.com/hutchzk/hutch/tree"
+	"github.com/hutchzk/hutch/watch"
+	"github.com/hutchzk/hutch/wire"
+)
+
+// Sink receives what applying commands means for this node's clients. Its
+// methods run with the DB's lock held: they must only queue work (a reply,
+// a notification, a connection to close), never call back into the DB.
+type Sink interface {
+	// Notify delivers a watch event to watcher, the connection that set
+	// the watch. from is the tree's event: its ACL decides whether that
+	// connection may hear of it (ZooKeeper drops it otherwise).
+	Notify(watcher int64, ev *wire.WatcherEvent, from *tree.Event)
+	// Applied receives the effects of one command, after its watches fired.
+	Applied(e *Effects)
+	// Reset says the state was replaced by a snapshot while serving: every
+	// watch is gone and clients must re-synchronise (reconnect and set
+	// their watches again), as with a ZooKeeper follower that took a
+	// snapshot from its leader.
+	Reset()
+}
+
+// Effects is what one command did.
+type Effects struct {
+	Command *Command
+	// Result is the tree's result; for a refused command or an attach only
+	// Result.Err is set (ErrSessionMoved, ErrOutOfOrder,
+	// tree.ErrSessionExpired). Command.Txn.Zxid is the zxid it took (0 for
+	// an attach).
+	Result tree.Result
+	// ClosedSession is the session a closeSession removed, and ClosedConn
+	// the connection that owned it (0 if none): it should close once its
+	// queued replies are written.
+	ClosedSession int64
+	ClosedConn    int64
+	// MovedFrom is the connection that owned the session before an attach
+	// moved it elsewhere; it should be dropped (0 if none).
+	MovedFrom int64
+}
+
+// Config configures a DB.
+type Config struct {
+	// TickTime is the width of the session timers' buckets.
+	TickTime time.Duration
+	// Clock times the session timers; System when nil.
+	Clock clock.Clock
+	// Sink receives the effects of applied commands; required.
+	Sink Sink
+}
+
+// DB is one node's replica of the state, and the node's own watches and
+// session timers. Lock order: mu, then watchMu, then timersMu.
+type DB struct {
+	clock clock.Clock
+	tick  time.Duration
+	sink  Sink
+	// notify is deliver bound once; firing is the event being delivered
+	// (set and read only by Apply, under mu).
+	notify func(watcher int64, ev wire.WatcherEvent)
+	firing *tree.Event
+
+	// mu guards the replicated state: tree, owners, lastTime and applied.
+	// Apply and Restore take it to write; reads, snapshots and watch
+	// registration (which must be atomic with the read that sets it) take
+	// it to read.
+	mu       sync.RWMutex
+	tree     *tree.Tree
+	owners   map[int64]*owner // by session
+	lastTime int64            // the largest transaction time applied
+	applied  uint64           // log index of the last batch applied
+
+	// watchMu guards watches; readers under mu's read lock add watches
+	// concurrently.
+	watchMu sync.Mutex
+	watches *watch.Manager
+
+	// timersMu guards timers and closing. Touch takes it alone, so client
+	// activity never waits for an apply or a snapshot.
+	timersMu sync.Mutex
+	timers   *session.Tracker
+	closing  map[int64]bool // sessions handed out by ExpireSessions, close not yet applied
+}
+
+// owner is who may write for a session: the connection that created or
+// last attached it, and the Order its next command must carry.
+type owner struct {
+	conn    int64
+	next    uint64
+	timeout int32 // negotiated at creation or the last attach, ms
+}
+
+// New returns a DB holding a fresh tree (tree.New).
+func New(cfg Config) *DB {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System
+	}
+	d := &DB{
+		clock:   cfg.Clock,
+		tick:    cfg.TickTime,
+		sink:    cfg.Sink,
+		tree:    tree.New(),
+		owners:  make(map[int64]*owner),
+		watches: watch.NewManager(),
+		timers:  session.NewTracker(cfg.TickTime),
+		closing: make(map[int64]bool),
+	}
+	d.notify = d.deliver
+	return d
+}
+
+// Apply applies a batch, command by command, as log entry index (entries at
+// or below the index already applied, by a restored snapshot, are
+// skipped). Every replica applying the same batches reaches the same
+// state: the transaction time is the batch's, raised to the last one
+// applied if the clock that stamped it was behind, and zxids follow the
+// tree's last one.
+func (d *DB) Apply(b Batch, index uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if index <= d.applied {
+		return
+	}
+	d.applied = index
+	if len(b.Commands) == 0 {
+		return
+	}
+	d.lastTime = max(d.lastTime, b.Time)
+	now := d.clock.Now()
+	for i := range b.Commands {
+		d.applyLocked(&b.Commands[i], now)
+	}
+}
+
+func (d *DB) applyLocked(c *Command, now time.Time) {
+	e := Effects{Command: c}
+	id := c.Txn.Session
+	if c.Kind == KindAttach {
+		c.Txn.Zxid, c.Txn.Time = 0, d.lastTime
+		if _, _, ok := d.tree.Session(id); !ok {
+			e.Result.Err = tree.ErrSessionExpired
+			d.sink.Applied(&e)
+			return
+		}
+		if o := d.owners[id]; o != nil && o.conn != c.Conn {
+			e.MovedFrom = o.conn
+		}
+		d.owners[id] = &owner{conn: c.Conn, next: 1, timeout: c.Timeout}
+		d.timersMu.Lock()
+		delete(d.closing, id)
+		d.timers.Add(id, millis(c.Timeout), now)
+		d.timersMu.Unlock()
+		d.sink.Applied(&e)
+		return
+	}
+
+	txn := &c.Txn
+	txn.Zxid, txn.Time = d.tree.LastZxid()+1, d.lastTime
+	if err := d.admit(c); err != nil {
+		d.tree.ConsumeZxid(txn.Zxid)
+		e.Result.Err = err
+		d.sink.Applied(&e)
+		return
+	}
+	e.Result = d.tree.Apply(txn)
+	if len(e.Result.Events) > 0 {
+		d.watchMu.Lock()
+		for i := range e.Result.Events {
+			d.firing = &e.Result.Events[i]
+			d.watches.Trigger(d.firing.Type, d.firing.Path, d.notify)
+		}
+		d.firing = nil
+		d.watchMu.Unlock()
+	}
+	if e.Result.Err == nil {
+		switch txn.Op {
+		case wire.OpCreateSession:
+			cs := txn.Req.(*tree.CreateSession) // Apply succeeded, so it is one
+			d.owners[cs.ID] = &owner{conn: c.Conn, next: 1, timeout: cs.Timeout}
+			d.timersMu.Lock()
+			d.timers.Add(cs.ID, millis(cs.Timeout), now)
+			d.timersMu.Unlock()
+		case wire.OpCloseSession:
+			e.ClosedSession = id
+			if o := d.owners[id]; o != nil {
+				e.ClosedConn = o.conn
+			}
+			delete(d.owners, id)
+			d.timersMu.Lock()
+			d.timers.Remove(id)
+			delete(d.closing, id)
+			d.timersMu.Unlock()
+		}
+	}
+	d.sink.Applied(&e)
+}
+
+// admit decides whether a client's command may apply now: its session must
+// exist, be owned by the command's connection, and expect this command
+// next. The server's own commands (Conn 0) and a session's creation are
+// always admitted.
+func (d *DB) admit(c *Command) error {
+	if c.Conn == 0 || c.Txn.Op == wire.OpCreateSession {
+		return nil
+	}
+	o := d.owners[c.Txn.Session]
+	switch {
+	case o == nil:
+		return tree.ErrSessionExpired
+	case o.conn != c.Conn:
+		return ErrSessionMoved
+	case c.Order != o.next:
+		return ErrOutOfOrder
+	}
+	o.next++
+	return nil
+}
+
+// deliver hands one triggered watch to the sink; d.firing is the event.
+func (d *DB) deliver(watcher int64, ev wire.WatcherEvent) {
+	d.sink.Notify(watcher, &ev, d.firing)
+}
+
+func millis(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// Applied returns the log index of the last batch applied.
+func (d *DB) Applied() uint64 {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.applied
+}
+
+// LastZxid returns the zxid of the last transaction applied.
+func (d *DB) LastZxid() int64 {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.tree.LastZxid()
+}
+
+// LastTime returns the transaction clock: the time of the last batch
+// applied, in ms since the epoch, never decreasing.
+func (d *DB) LastTime() int64 {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.lastTime
+}
+
+// Digest returns the tree's digest and last zxid, read together.
+func (d *DB) Digest() (uint64, int64) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.tree.Digest(), d.tree.LastZxid()
+}
+
+// Counts are sizes for monitoring.
+type Counts struct {
+	Nodes, Sessions, Watches int
+	LastZxid                 int64
+}
+
+// Counts reads the sizes; it holds the read lock only while counting.
+func (d *DB) Counts() Counts {
+	d.mu.RLock()
+	c := Counts{Nodes: d.tree.NodeCount(), Sessions: len(d.owners), LastZxid: d.tree.LastZxid()}
+	d.mu.RUnlock()
+	d.watchMu.Lock()
+	c.Watches = d.watches.Count()
+	d.watchMu.Unlock()
+	return c
+}

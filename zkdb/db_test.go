@@ -1,0 +1,289 @@
+package zkdb
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hutchzk/hutch/clock"
+	"github.com/hutchzk/hutch/tree"
+	"github.com/hutchzk/hutch/wire"
+)
+
+// recorder is a Sink that keeps everything it is given.
+type recorder struct {
+	effects  []Effects
+	notified []int64 // watchers, in order
+	resets   int
+}
+
+func (r *recorder) Notify(watcher int64, _ *wire.WatcherEvent, _ *tree.Event) {
+	r.notified = append(r.notified, watcher)
+}
+func (r *recorder) Applied(e *Effects) { r.effects = append(r.effects, *e) }
+func (r *recorder) Reset()             { r.resets++ }
+
+func (r *recorder) last() Effects { return r.effects[len(r.effects)-1] }
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+const tick = 100 * time.Millisecond
+
+func newDB(tb testing.TB) (*DB, *recorder, *clock.Fake) {
+	tb.Helper()
+	rec := &recorder{}
+	fake := clock.NewFake(t0)
+	return New(Config{TickTime: tick, Clock: fake, Sink: rec}), rec, fake
+}
+
+// applier feeds a DB one batch per call, as a log would.
+type applier struct {
+	db    *DB
+	index uint64
+}
+
+func (a *applier) apply(ms int64, cmds ...Command) {
+	a.index++
+	a.db.Apply(Batch{Time: ms, Commands: cmds}, a.index)
+}
+
+var open = []wire.ACL{{Perms: wire.PermAll, ID: wire.ID{Scheme: "world", ID: "anyone"}}}
+
+func createSession(id, conn int64) Command {
+	return Command{Conn: conn, Kind: KindTxn, Txn: tree.Txn{Session: id, Op: wire.OpCreateSession,
+		Req: &tree.CreateSession{ID: id, Timeout: 1000, Passwd: bytes.Repeat([]byte{1}, 16)}}}
+}
+
+func write(id, conn int64, order uint64, path string) Command {
+	return Command{Conn: conn, Order: order, Kind: KindTxn, Txn: tree.Txn{Session: id, Op: wire.OpCreate,
+		Req: &wire.CreateRequest{Path: path, ACL: open, Flags: wire.ModeEphemeral}}}
+}
+
+func attach(id, conn int64) Command {
+	return Command{Conn: conn, Kind: KindAttach, Timeout: 2000, Txn: tree.Txn{Session: id}}
+}
+
+func exists(db *DB, path string) bool {
+	var err error
+	db.Read(func(v *View) { _, err = v.Tree.Exists(path) })
+	return err == nil
+}
+
+// TestOwnershipAndOrder walks the rules that keep a session's writes in
+// the order its client sent them: only the owning connection writes, in
+// turn; an attach moves the session and starts the count again; refusals
+// take a zxid like ZooKeeper's error txns.
+func TestOwnershipAndOrder(t *testing.T) {
+	const sid, connA, connB = 0x0100000000000001, 11, 22
+	tests := []struct {
+		name      string
+		cmd       Command
+		wantErr   error
+		wantZxid  int64
+		wantMoved int64
+		exists    string
+	}{
+		{"create session", createSession(sid, connA), nil, 1, 0, ""},
+		{"first write", write(sid, connA, 1, "/a1"), nil, 2, 0, "/a1"},
+		{"second write", write(sid, connA, 2, "/a2"), nil, 3, 0, "/a2"},
+		{"a write after a lost one", write(sid, connA, 4, "/a4"), ErrOutOfOrder, 4, 0, ""},
+		{"the turn is still 3", write(sid, connA, 3, "/a3"), nil, 5, 0, "/a3"},
+		{"attach moves the session", attach(sid, connB), nil, 0, connA, ""},
+		{"the old connection's write", write(sid, connA, 4, "/late"), ErrSessionMoved, 6, 0, ""},
+		{"the new connection counts from 1", write(sid, connB, 1, "/b1"), nil, 7, 0, "/b1"},
+		{"an unknown session", write(0x0100000000000099, connB, 1, "/x"), tree.ErrSessionExpired, 8, 0, ""},
+		{"the server's own write is not checked", Command{Kind: KindTxn, Txn: tree.Txn{Op: wire.OpCreate,
+			Req: &wire.CreateRequest{Path: "/server", ACL: open}}}, nil, 9, 0, "/server"},
+		{"attach of an unknown session", attach(0x0100000000000099, connB), tree.ErrSessionExpired, 0, 0, ""},
+	}
+	db, rec, _ := newDB(t)
+	a := &applier{db: db}
+	for _, tc := range tests {
+		a.apply(1000, tc.cmd)
+		e := rec.last()
+		if !errors.Is(e.Result.Err, tc.wantErr) || (tc.wantErr == nil && e.Result.Err != nil) {
+			t.Fatalf("%s: err %v, want %v", tc.name, e.Result.Err, tc.wantErr)
+		}
+		if e.Command.Txn.Zxid != tc.wantZxid {
+			t.Fatalf("%s: zxid %d, want %d", tc.name, e.Command.Txn.Zxid, tc.wantZxid)
+		}
+		if e.MovedFrom != tc.wantMoved {
+			t.Fatalf("%s: moved from %d, want %d", tc.name, e.MovedFrom, tc.wantMoved)
+		}
+		if tc.exists != "" && !exists(db, tc.exists) {
+			t.Fatalf("%s: %s missing", tc.name, tc.exists)
+		}
+	}
+	if exists(db, "/a4") || exists(db, "/late") {
+		t.Fatal("a refused write changed the tree")
+	}
+	if got := db.LastZxid(); got != 9 {
+		t.Fatalf("last zxid %d, want 9", got)
+	}
+}
+
+func TestCloseSessionNamesItsConnection(t *testing.T) {
+	const sid = 0x0100000000000001
+	db, rec, fake := newDB(t)
+	a := &applier{db: db}
+	a.apply(1000, createSession(sid, 5), write(sid, 5, 1, "/e"))
+	a.apply(1000, attach(sid, 6))
+	a.apply(1000, Command{Conn: 6, Order: 1, Kind: KindTxn, Txn: tree.Txn{Session: sid, Op: wire.OpCloseSession}})
+	e := rec.last()
+	if e.ClosedSession != sid || e.ClosedConn != 6 {
+		t.Fatalf("closed %#x conn %d, want %#x conn 6", e.ClosedSession, e.ClosedConn, sid)
+	}
+	if exists(db, "/e") {
+		t.Fatal("ephemeral survived its session")
+	}
+	if db.Touch(sid, fake.Now()) {
+		t.Fatal("a closed session still has a timer")
+	}
+}
+
+// TestTransactionTimeNeverGoesBack: a batch stamped by a clock that is
+// behind (a new leader whose clock is slow) takes the last time instead.
+func TestTransactionTimeNeverGoesBack(t *testing.T) {
+	db, rec, _ := newDB(t)
+	a := &applier{db: db}
+	create := func(p string) Command {
+		return Command{Kind: KindTxn, Txn: tree.Txn{Op: wire.OpCreate, Req: &wire.CreateRequest{Path: p, ACL: open}}}
+	}
+	for _, step := range []struct {
+		stamp, want int64
+	}{{5000, 5000}, {3000, 5000}, {5001, 5001}, {0, 5001}} {
+		a.apply(step.stamp, create("/t"+time.Duration(step.stamp).String()))
+		if got := rec.last().Command.Txn.Time; got != step.want {
+			t.Fatalf("stamped %d: txn time %d, want %d", step.stamp, got, step.want)
+		}
+	}
+	if db.LastTime() != 5001 {
+		t.Fatalf("LastTime %d", db.LastTime())
+	}
+}
+
+func TestApplySkipsEntriesAlreadyApplied(t *testing.T) {
+	db, rec, _ := newDB(t)
+	db.Apply(Batch{Time: 1, Commands: []Command{createSession(0x0100000000000001, 1)}}, 5)
+	db.Apply(Batch{Time: 1, Commands: []Command{createSession(0x0100000000000002, 1)}}, 5)
+	db.Apply(Batch{}, 6)
+	if len(rec.effects) != 1 || db.Applied() != 6 {
+		t.Fatalf("%d commands applied, index %d; want 1 and 6", len(rec.effects), db.Applied())
+	}
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	const sid = 0x0100000000000001
+	db, _, _ := newDB(t)
+	a := &applier{db: db}
+	a.apply(7000, createSession(sid, 5), write(sid, 5, 1, "/e"))
+	a.apply(8000, attach(sid, 6))
+	snap, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, rec, _ := newDB(t)
+	if err := other.Restore(bytes.NewReader(snap), false); err != nil {
+		t.Fatal(err)
+	}
+	if rec.resets != 0 {
+		t.Fatal("a start-up restore asked for a reset")
+	}
+	d1, z1 := db.Digest()
+	d2, z2 := other.Digest()
+	if d1 != d2 || z1 != z2 || other.Applied() != db.Applied() || other.LastTime() != 8000 {
+		t.Fatalf("restored %x@%d index %d time %d, want %x@%d index %d time 8000",
+			d2, z2, other.Applied(), other.LastTime(), d1, z1, db.Applied())
+	}
+	// Ownership came along: the old connection is refused, the new one's
+	// turn is 1.
+	oa := &applier{db: other, index: other.Applied()}
+	oa.apply(9000, write(sid, 5, 2, "/old"))
+	if err := rec.last().Result.Err; !errors.Is(err, ErrSessionMoved) {
+		t.Fatalf("old owner after restore: %v", err)
+	}
+	oa.apply(9000, write(sid, 6, 1, "/new"))
+	if err := rec.last().Result.Err; err != nil {
+		t.Fatalf("new owner after restore: %v", err)
+	}
+	// Restoring while serving drops watches and asks for a reset.
+	other.Read(func(v *View) { v.AddDataWatch("/new", 77) })
+	if err := other.Restore(bytes.NewReader(snap), true); err != nil {
+		t.Fatal(err)
+	}
+	if rec.resets != 1 || other.Counts().Watches != 0 {
+		t.Fatalf("resets %d watches %d after a live restore", rec.resets, other.Counts().Watches)
+	}
+	// Corruption anywhere is refused.
+	for i := range snap {
+		bad := bytes.Clone(snap)
+		bad[i] ^= 0x40
+		if err := other.Restore(bytes.NewReader(bad), false); err == nil {
+			t.Fatalf("snapshot with byte %d flipped restored", i)
+		}
+	}
+}
+
+func TestWatchesFireUnderApply(t *testing.T) {
+	db, rec, _ := newDB(t)
+	a := &applier{db: db}
+	db.Read(func(v *View) {
+		v.AddDataWatch("/w", 1)
+		v.AddChildWatch("/", 2)
+	})
+	a.apply(1, Command{Kind: KindTxn, Txn: tree.Txn{Op: wire.OpCreate, Req: &wire.CreateRequest{Path: "/w", ACL: open}}})
+	if len(rec.notified) != 2 || rec.notified[0] != 1 || rec.notified[1] != 2 {
+		t.Fatalf("notified %v, want [1 2]", rec.notified)
+	}
+	// Fired before the command's effects reached the sink.
+	if len(rec.effects) != 1 {
+		t.Fatalf("%d effects", len(rec.effects))
+	}
+}
+
+// TestTimers covers expiry ownership: reset on takeover, closing sessions
+// that come back if their close is lost, touches refused while closing,
+// and a shift after a stall.
+func TestTimers(t *testing.T) {
+	const s1, s2 = 0x0100000000000001, 0x0100000000000002
+	db, _, fake := newDB(t)
+	a := &applier{db: db}
+	a.apply(1, createSession(s1, 1), createSession(s2, 2)) // 1s timeouts at t0
+
+	fake.Advance(900 * time.Millisecond)
+	if !db.Touch(s2, fake.Now()) {
+		t.Fatal("touch of a live session refused")
+	}
+	fake.Advance(300 * time.Millisecond) // t0+1.2s: s1 due (bucket 1.1s), s2 not
+	got := db.ExpireSessions(fake.Now())
+	if len(got) != 1 || got[0] != s1 {
+		t.Fatalf("expired %v, want [s1]", got)
+	}
+	if db.Touch(s1, fake.Now()) {
+		t.Fatal("a closing session accepted a touch")
+	}
+	// Its close is lost; one timeout later it is handed out again.
+	fake.Advance(1100 * time.Millisecond)
+	got = db.ExpireSessions(fake.Now())
+	if len(got) != 2 || got[0] != s1 && got[1] != s1 {
+		t.Fatalf("expired %v, want s1 again (and s2, silent since 0.9s)", got)
+	}
+
+	// A new leader starts everyone afresh.
+	db.ResetTimers(fake.Now())
+	fake.Advance(time.Second)
+	if got := db.ExpireSessions(fake.Now()); len(got) != 0 {
+		t.Fatalf("expired %v within a full timeout of the reset", got)
+	}
+	// A stall of 500ms pushes the deadlines back by as much.
+	db.ShiftTimers(500 * time.Millisecond)
+	fake.Advance(200 * time.Millisecond)
+	if got := db.ExpireSessions(fake.Now()); len(got) != 0 {
+		t.Fatalf("expired %v before the shifted deadline", got)
+	}
+	fake.Advance(500 * time.Millisecond)
+	if got := db.ExpireSessions(fake.Now()); len(got) != 2 {
+		t.Fatalf("expired %v after the shifted deadline, want both", got)
+	}
+}

@@ -1,0 +1,144 @@
+package zkdb
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc64"
+	"io"
+	"slices"
+
+	"github.com/hutchzk/hutch/tree"
+	"github.com/hutchzk/hutch/watch"
+)
+
+// Layout of a snapshot:
+//
+//	magic uvarint(applied) varint(lastTime)
+//	uvarint(n) (varint(session) varint(conn) uvarint(next) varint(timeout))*
+//	u64le(crc64 of the bytes after magic up to here)
+//	tree snapshot (tree.WriteSnapshot, which checks itself)
+const snapMagic = "hutch-zkdb-1\n"
+
+var crcTable = crc64.MakeTable(crc64.ECMA)
+
+// Snapshot encodes the replicated state, as of the last batch applied,
+// into memory. It holds the read lock while encoding, so reads go on and
+// writes wait only for an in-memory copy, never for a disk.
+func (d *DB) Snapshot() ([]byte, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	var buf bytes.Buffer
+	hdr := []byte(snapMagic)
+	hdr = binary.AppendUvarint(hdr, d.applied)
+	hdr = binary.AppendVarint(hdr, d.lastTime)
+	ids := make([]int64, 0, len(d.owners))
+	for id := range d.owners {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	hdr = binary.AppendUvarint(hdr, uint64(len(ids)))
+	for _, id := range ids {
+		o := d.owners[id]
+		hdr = binary.AppendVarint(hdr, id)
+		hdr = binary.AppendVarint(hdr, o.conn)
+		hdr = binary.AppendUvarint(hdr, o.next)
+		hdr = binary.AppendVarint(hdr, int64(o.timeout))
+	}
+	hdr = binary.LittleEndian.AppendUint64(hdr, crc64.Checksum(hdr[len(snapMagic):], crcTable))
+	buf.Write(hdr)
+	if err := d.tree.WriteSnapshot(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// snapReader reads the header, keeping a checksum of what it read.
+type snapReader struct {
+	r   *bufio.Reader
+	crc uint64
+	err error
+}
+
+func (s *snapReader) ReadByte() (byte, error) {
+	b, err := s.r.ReadByte()
+	if err == nil {
+		s.crc = crc64.Update(s.crc, crcTable, []byte{b})
+	}
+	return b, err
+}
+
+func (s *snapReader) uvarint() uint64 {
+	v, err := binary.ReadUvarint(s)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return v
+}
+
+func (s *snapReader) varint() int64 {
+	v, err := binary.ReadVarint(s)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return v
+}
+
+// Restore replaces the state with a snapshot. At start-up (reset false)
+// nobody is connected yet; while serving (reset true) every watch is
+// dropped and the Sink told to re-synchronise its clients, since the
+// changes between the old state and the new one fired no watch.
+func (d *DB) Restore(r io.Reader, reset bool) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	magic := make([]byte, len(snapMagic))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != snapMagic {
+		return errors.New("zkdb: not a hutch snapshot")
+	}
+	s := &snapReader{r: br}
+	applied := s.uvarint()
+	lastTime := s.varint()
+	n := s.uvarint()
+	owners := make(map[int64]*owner)
+	for i := uint64(0); i < n && s.err == nil; i++ {
+		id := s.varint()
+		o := &owner{conn: s.varint(), next: s.uvarint()}
+		timeout := s.varint()
+		if timeout < 0 || timeout >= 1<<31 {
+			return errors.New("zkdb: snapshot: bad session timeout")
+		}
+		o.timeout = int32(timeout)
+		owners[id] = o
+	}
+	var sum [8]byte
+	if _, err := io.ReadFull(br, sum[:]); s.err != nil || err != nil {
+		return fmt.Errorf("zkdb: snapshot header: %w", errors.Join(s.err, err))
+	}
+	if binary.LittleEndian.Uint64(sum[:]) != s.crc {
+		return errors.New("zkdb: snapshot header checksum mismatch")
+	}
+	t, err := tree.Restore(br)
+	if err != nil {
+		return err
+	}
+	for id := range owners {
+		if _, _, ok := t.Session(id); !ok {
+			return fmt.Errorf("zkdb: snapshot: owner of unknown session %#x", id)
+		}
+	}
+	now := d.clock.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.tree, d.owners, d.applied, d.lastTime = t, owners, applied, lastTime
+	d.watchMu.Lock()
+	d.watches = watch.NewManager()
+	d.watchMu.Unlock()
+	d.timersMu.Lock()
+	d.resetTimersLocked(now)
+	d.timersMu.Unlock()
+	if reset {
+		d.sink.Reset()
+	}
+	return nil
+}
