@@ -109,3 +109,25 @@ func TestOffset(t *testing.T) {
 		t.Fatal("timer of the offset clock did not fire with its base")
 	}
 }
+
+func TestFakeJumpFiresLate(t *testing.T) {
+	f := NewFake(t0)
+	due, later := f.NewTimer(time.Second), f.NewTimer(time.Hour)
+	f.Jump(5 * time.Second)
+	select {
+	case at := <-due.C():
+		if !at.Equal(t0.Add(5 * time.Second)) {
+			t.Fatalf("fired with %v, want the time after the jump", at)
+		}
+	default:
+		t.Fatal("due timer did not fire")
+	}
+	select {
+	case <-later.C():
+		t.Fatal("timer not yet due fired")
+	default:
+	}
+	if f.Pending() != 1 {
+		t.Fatalf("%d pending, want 1", f.Pending())
+	}
+}

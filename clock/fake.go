@@ -61,6 +61,29 @@ func (f *Fake) Advance(d time.Duration) {
 	f.mu.Unlock()
 }
 
+// Jump moves the clock forward by d at once, as a process stopped for d
+// (by a signal, a pause, a starved machine) sees it when it runs again:
+// every timer due by then fires late, with the new time, not with its
+// deadline.
+func (f *Fake) Jump(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+	kept := f.timers[:0]
+	for _, t := range f.timers {
+		if t.at.After(f.now) {
+			kept = append(kept, t)
+			continue
+		}
+		select {
+		case t.c <- f.now:
+		default:
+		}
+	}
+	clear(f.timers[len(kept):])
+	f.timers = kept
+}
+
 // Pending returns how many timers are waiting to fire.
 func (f *Fake) Pending() int {
 	f.mu.Lock()

@@ -1,10 +1,13 @@
-// Package raftstore replicates hutch's write transactions with Raft: a batch
-// of tree.Txn is encoded into one log entry, committed by a quorum and handed
-// to the server's Applier in commit order on every node, so every replica's
-// tree is identical.
+// Package raftstore replicates hutch's state with Raft: the commands a node
+// orders (zkdb.Command, encoded by package zkdb) become log entries stamped
+// with the leader's clock, are committed by a quorum and applied to every
+// node's zkdb.DB in commit order, so every replica is identical.
 //
-// It provides the FSM and its snapshots (streamed straight from the tree, no
-// second copy), in-memory or raft-boltdb stores, and one TCP listener per node
-// that carries both Raft's RPCs and a forwarding channel through which
-// followers hand writes to the leader and ask it how far to catch up for sync.
+// It provides the Raft FSM over a zkdb.DB (snapshots are the DB's own,
+// encoded in memory and written out with no lock held), in-memory or
+// raft-boltdb stores, and one TCP listener per node that carries both
+// Raft's RPCs and a forwarding channel through which followers hand
+// commands to the leader, report their clients' activity, and ask how far
+// to catch up for sync. Every connection between nodes is authenticated
+// with a shared secret before either side reads a byte of it.
 package raftstore

@@ -50,3 +50,31 @@ func TestExpiryFollowsTheClock(t *testing.T) {
 		t.Fatal("ephemeral outlived its session")
 	}
 }
+
+// TestExpiryGivesBackAStall: when the whole server was held up (the clock
+// jumps past a session's deadline before its expiry loop or its readers
+// could run), the session is not blamed: its touch, still unread, arrives
+// after the stall and it lives on. Without the shift it expired at once.
+func TestExpiryGivesBackAStall(t *testing.T) {
+	const tick = 100 * time.Millisecond
+	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := startServer(t, Config{TickTime: tick, Clock: fake})
+	r := dialRaw(t, s.Addr().String())
+	resp := r.handshake(1000, 0, nil)
+	if !fake.WaitPending(2, 10*time.Second) {
+		t.Fatal("the server's loops are not waiting on the clock")
+	}
+	fake.Jump(1500 * time.Millisecond) // past the 1s timeout (+tick)
+	// The expiry loop has run and gone back to sleep.
+	if !fake.WaitPending(2, 10*time.Second) {
+		t.Fatal("the expiry loop did not come back to the clock")
+	}
+	if _, _, ok := s.db.Session(resp.SessionID); !ok {
+		t.Fatal("the session expired for the server's own stall")
+	}
+	// The client's ping, sent during the stall, is read after it.
+	r.send(-2, wire.OpPing, nil)
+	if h, _ := r.reply(); h.Xid != wire.XidPing {
+		t.Fatalf("ping answered with xid %d", h.Xid)
+	}
+}

@@ -138,7 +138,7 @@ func (c *conn) logReadError(stage string, err error) {
 // waitWrites blocks until this connection's earlier writes have applied.
 func (c *conn) waitWrites() {
 	if c.lastWrite != nil {
-		<-c.lastWrite.done
+		c.srv.await(c.lastWrite)
 		c.lastWrite = nil
 	}
 }

@@ -1,5 +1,8 @@
-// Package server speaks the ZooKeeper client protocol over TCP and wires the
-// znode tree, sessions and watches together. It owns every goroutine: one
-// reader and one batched writer per connection, one committer that orders and
-// applies writes, and the session-expiry and container-cleanup loops.
+// Package server speaks the ZooKeeper client protocol over TCP. Its state
+// is a zkdb.DB, changed only by a committer (a single node's, or the Raft
+// one) applying commands; the server turns what each command did into
+// replies, notifications and closed connections. It owns every goroutine:
+// one reader and one batched writer per connection, the committer's
+// loops, and the session-expiry and container-cleanup loops, which run on
+// an injectable clock.
 package server

@@ -29,7 +29,7 @@ func (c *conn) handle(frame []byte) bool {
 	case wire.OpCloseSession:
 		p := s.closeSession(c.sessionID.Load(), c, h.Xid)
 		if p != nil {
-			<-p.done
+			s.await(p)
 		}
 		return false
 	case wire.OpAuth:

@@ -307,6 +307,18 @@ func (s *Server) submit(p *proposal) bool {
 	return s.commit.propose(p)
 }
 
+// await waits until p applied or was given up on, or the server is
+// closing (a proposal still queued then is never taken); it reports
+// whether p applied.
+func (s *Server) await(p *proposal) bool {
+	select {
+	case <-p.done:
+		return p.committed
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
 // newPassword is a session password: 16 random bytes.
 func newPassword() []byte {
 	pw, err := session.NewPassword(rand.Reader)

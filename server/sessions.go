@@ -52,8 +52,7 @@ func (c *conn) createSession(timeout time.Duration) bool {
 	if !s.submit(p) {
 		return false
 	}
-	<-p.done
-	if !p.committed || p.err != nil {
+	if !s.await(p) || p.err != nil {
 		return false
 	}
 	c.attach(id)
@@ -81,8 +80,7 @@ func (c *conn) reattach(id int64, passwd []byte, timeout time.Duration) bool {
 		if !s.submit(p) {
 			return false
 		}
-		<-p.done
-		if !p.committed {
+		if !s.await(p) {
 			return false // outcome unknown: the client tries again
 		}
 		ok = p.err == nil
@@ -241,9 +239,6 @@ func (s *Server) cleanupContainers() {
 		last = p
 	}
 	if last != nil {
-		select {
-		case <-last.done:
-		case <-s.ctx.Done():
-		}
+		s.await(last)
 	}
 }

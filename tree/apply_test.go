@@ -478,9 +478,25 @@ func TestContainersAndTTL(t *testing.T) {
 	if r.Err != nil || !reflect.DeepEqual(withoutACL(r.Events), []Event{{Type: wire.EventNodeDeleted, Path: "/c"}, {Type: wire.EventNodeChildrenChanged, Path: "/"}}) {
 		t.Fatalf("delete container: %+v", r)
 	}
-	// TTL is not re-checked when the delete is applied, as in ZooKeeper.
 	if err := dc("/t"); err != nil {
 		t.Fatalf("delete ttl: %v", err)
+	}
+	// Unlike ZooKeeper, the TTL is checked again by the transaction's own
+	// time: a delete decided early (by a fast clock, or twice) is refused.
+	h.mustOK(wire.OpCreateTTL, &wire.CreateTTLRequest{Path: "/t5", ACL: open, Flags: 5, TTL: 5000})
+	for i := 0; ; i++ {
+		_, st, _ := h.tr.GetData("/t5", nil)
+		err := dc("/t5")
+		due := h.zxid*1000-st.Mtime > 5000
+		if due && err != nil || !due && err != ErrBadVersion {
+			t.Fatalf("delete of a TTL node %dms old: %v", h.zxid*1000-st.Mtime, err)
+		}
+		if due {
+			break
+		}
+		if i > 10 {
+			t.Fatal("the TTL node never came due")
+		}
 	}
 	checkInvariants(t, h.tr)
 }
