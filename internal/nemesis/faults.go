@@ -155,14 +155,15 @@ func (r *runner) killRestart(i int) error {
 		return fmt.Errorf("kill: %w", err)
 	}
 	time.Sleep(r.cfg.KillFor/2 + time.Duration(r.rng.Int64N(int64(r.cfg.KillFor))))
-	var err error
 	for try := 1; try <= 3; try++ {
-		if err = r.c.Restart(i); err == nil {
+		err := r.c.Restart(i)
+		if err == nil {
 			return nil
 		}
 		r.problem("restart of node %d failed (try %d of 3): %v", i, try, err)
+		time.Sleep(time.Duration(try) * time.Second) // let the others settle first
 	}
-	return fmt.Errorf("restart: %w", err)
+	return fmt.Errorf("node %d did not restart in 3 tries", i)
 }
 
 // burst adds ChurnBurst churners with no rest and returns once they are
