@@ -25,7 +25,11 @@ type Config struct {
 	// KillFor is how long a killed node stays down (1s, varied ±50%).
 	KillFor time.Duration
 	// PauseFor is how long a node stays stopped; longer than the session
-	// timeout, so the sessions on it must move or expire (5s).
+	// timeout, so the sessions on it must move (5s). It must also be well
+	// beyond the time the other nodes take to replace a silent leader
+	// (hutch's election timeout, ZooKeeper's syncLimit×tickTime): a
+	// leader nobody replaced expires, on waking, every session it did not
+	// hear from, and ZooKeeper's does so too.
 	PauseFor time.Duration
 	// PartitionFor is how long a node stays cut off (3s).
 	PartitionFor time.Duration

@@ -33,6 +33,9 @@ func (k Kind) onLeader() bool {
 	return k == KillLeader || k == PauseLeader || k == PartitionLeader || k == KillLeaderInChurn
 }
 
+// clock is how times appear in logs and details, to match servers' logs.
+const clock = "15:04:05.000"
+
 // faultRecord is one fault as injected.
 type faultRecord struct {
 	kind       Kind
@@ -88,8 +91,8 @@ func (r *runner) schedule(ctx context.Context) {
 			r.problem("fault %d, %s of node %d: no write succeeded within %v after it was undone", n, kind, rec.node, r.cfg.RecoverTimeout)
 		}
 		r.rep.SlowestRecovery = max(r.rep.SlowestRecovery, took)
-		r.logf("fault %d/%d: %s of node %d held %v; a write succeeded %v after it was undone",
-			n, r.cfg.Faults, kind, rec.node, rec.end.Sub(rec.start).Round(time.Millisecond), took.Round(time.Millisecond))
+		r.logf("fault %d/%d: %s of node %d from %s to %s; a write succeeded %v after it was undone",
+			n, r.cfg.Faults, kind, rec.node, rec.start.Format(clock), rec.end.Format(clock), took.Round(time.Millisecond))
 		pause(ctx, time.Duration(300+r.rng.IntN(700))*time.Millisecond) // let the workloads run between faults
 	}
 }

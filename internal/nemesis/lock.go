@@ -226,6 +226,9 @@ func (lc *lockClient) increment(ctx context.Context) {
 			default:
 				w.conflict("client %d: fence moved under the lock: wrote %d at version %d (answer lost), then read %d at version %d",
 					lc.id, lost[0]+1, lost[1], value, version)
+				w.mu.Lock()
+				w.unknown++ // whether that write landed is still unknown
+				w.mu.Unlock()
 				return
 			}
 		}

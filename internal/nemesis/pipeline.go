@@ -56,7 +56,8 @@ type pipeWriter struct {
 	inc       int        // connection incarnation
 	writes    []*pwrite
 	dirsAcked map[int]bool
-	expired   int // sessions the server said had expired
+	expiries  []expiry // sessions the server said had expired
+	lostAt    time.Time
 	abandoned []string
 	disorder  []string // replies out of xid order
 	answers   map[wire.Code]int
@@ -99,9 +100,7 @@ func (w *pipeWriter) run(ctx context.Context) {
 		c, err := w.attach(ctx)
 		switch {
 		case errors.Is(err, errExpired):
-			w.mu.Lock()
-			w.expired++
-			w.mu.Unlock()
+			w.expired(w.lostAt)
 			w.newSession()
 			continue
 		case err != nil:
@@ -115,6 +114,7 @@ func (w *pipeWriter) run(ctx context.Context) {
 		}
 		w.mu.Lock()
 		w.inc++
+		w.lostAt = time.Time{}
 		w.mu.Unlock()
 		w.k = 0
 		err = w.serve(ctx, c)
@@ -123,12 +123,27 @@ func (w *pipeWriter) run(ctx context.Context) {
 		case errors.Is(err, errClosed):
 			return
 		case errors.Is(err, errExpired):
-			w.mu.Lock()
-			w.expired++
-			w.mu.Unlock()
+			w.expired(time.Now()) // told so while connected
 			w.newSession()
+		default:
+			w.mu.Lock()
+			w.lostAt = time.Now()
+			w.mu.Unlock()
 		}
 	}
+}
+
+// expired records that the server ended the session, the client having
+// been without a server since lostAt.
+func (w *pipeWriter) expired(lostAt time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now()
+	e := expiry{workload: "pipeline", id: w.sess.id, at: now}
+	if !lostAt.IsZero() {
+		e.without = now.Sub(lostAt)
+	}
+	w.expiries = append(w.expiries, e)
 }
 
 // attach connects to the next node after the current one, and the ones

@@ -90,9 +90,9 @@ func TestPipelineReattaches(t *testing.T) {
 	o := checkOrder(w.id, w.writes, children)
 	t.Logf("%d creates in %d directories over %d incarnations: %d acknowledged, %d unknown, %d refused; answers %v",
 		len(w.writes), w.gen+1, w.inc, o.acked, o.unknown, o.refused, w.answers)
-	if o.lost != 0 || o.violations != 0 || len(w.disorder) != 0 || w.expired != 0 || len(w.abandoned) != 0 {
+	if o.lost != 0 || o.violations != 0 || len(w.disorder) != 0 || len(w.expiries) != 0 || len(w.abandoned) != 0 {
 		t.Fatalf("lost %d, violations %d, disorder %v, expired %d, abandoned %v; details %q",
-			o.lost, o.violations, w.disorder, w.expired, w.abandoned, o.details)
+			o.lost, o.violations, w.disorder, len(w.expiries), w.abandoned, o.details)
 	}
 	if w.gen < 1 {
 		t.Fatalf("no directory roll-over in %d creates of at most %d per directory", len(w.writes), cfg.PipelineDirSize)

@@ -34,9 +34,9 @@ func TestReportErr(t *testing.T) {
 			Linearizability: "legal", RegisterOps: 7, DigestsEqual: true, Digests: []string{"d@1", "d@1", "d@1"}}
 	}
 	tests := []struct {
-		name   string
-		spoil  func(*Report)
-		want   string // in the error; "" for none
+		name  string
+		spoil func(*Report)
+		want  string // in the error; "" for none
 	}{
 		{"clean", func(*Report) {}, ""},
 		{"lost write", func(r *Report) { r.AckedLost = 1 }, "acknowledged writes lost: 1"},

@@ -53,7 +53,7 @@ func Run(ctx context.Context, c Cluster, cfg Config) (*Report, error) {
 		addrs: c.ClientAddrs(),
 		rng:   rand.New(rand.NewPCG(cfg.Seed, 0x6e656d65)),
 		rep: &Report{Seed: cfg.Seed, FaultsPlanned: cfg.Faults, Faults: map[Kind]int{},
-			SessionsExpired: map[string]int{}},
+			SessionsExpired: map[string]int{}, SessionsExpiredAllowed: map[string]int{}},
 	}
 	r.leader.Store(-1)
 	start := time.Now()
@@ -84,6 +84,9 @@ func Run(ctx context.Context, c Cluster, cfg Config) (*Report, error) {
 	}
 	r.check(ctx)
 	r.rep.Duration = time.Since(start)
+	for _, d := range r.rep.Details {
+		r.logf("%s", d)
+	}
 	return r.rep, nil
 }
 
@@ -265,7 +268,7 @@ func (r *runner) settle(ctx context.Context) {
 func (r *runner) check(ctx context.Context) {
 	rep := r.rep
 	// Live sessions first, while they are still open.
-	lr := r.live.check(ctx, r.admin, r.cfg.OpTimeout)
+	lr := r.live.check(ctx, r.admin, r.cfg.OpTimeout, r.cfg.SessionTimeout)
 	rep.LiveSessions, rep.LiveWronglyExpired = lr.sessions, lr.wrong
 	rep.Details = append(rep.Details, lr.details...)
 
@@ -275,14 +278,17 @@ func (r *runner) check(ctx context.Context) {
 	r.mu.Lock()
 	sessions := slices.Clone(r.sessions)
 	r.mu.Unlock()
+	var expiries []expiry
 	for _, s := range sessions {
-		for _, e := range s.Expiries() {
-			rep.SessionsExpired[e.workload]++
-			if len(rep.Details) < 60 {
-				rep.Details = append(rep.Details, fmt.Sprintf("%s session 0x%x expired at %s, %v after losing its server",
-					e.workload, e.id, e.at.Format("15:04:05.000"), e.without.Round(time.Millisecond)))
-			}
-		}
+		expiries = append(expiries, s.Expiries()...)
+	}
+	for _, w := range r.pipes {
+		w.mu.Lock()
+		expiries = append(expiries, w.expiries...)
+		w.mu.Unlock()
+	}
+	for _, e := range expiries {
+		r.countExpiry(e, e.wrongful(r.cfg.SessionTimeout))
 	}
 	r.churn.mu.Lock()
 	for _, e := range r.churn.expiries {
@@ -290,9 +296,7 @@ func (r *runner) check(ctx context.Context) {
 		// or stopped it cannot move, and may rightly expire. The client
 		// notices silence only after two thirds of the timeout, so only
 		// an expiry soon after it lost its server is surely wrong.
-		if e.without < r.cfg.SessionTimeout/3 {
-			rep.SessionsExpired[e.workload]++
-		}
+		r.countExpiry(e, e.wrongful(r.cfg.SessionTimeout/3))
 	}
 	rep.ChurnSessions = r.churn.opened
 	r.churn.mu.Unlock()
@@ -310,6 +314,20 @@ func (r *runner) check(ctx context.Context) {
 	if rep.LockAcquisitions == 0 || rep.PipelineWrites == 0 || rep.RegisterOps == 0 {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("a workload made no progress: %d lock acquisitions, %d pipelined creates, %d register operations",
 			rep.LockAcquisitions, rep.PipelineWrites, rep.RegisterOps))
+	}
+}
+
+// countExpiry puts an expiry in the report, as wrong or allowed.
+func (r *runner) countExpiry(e expiry, wrong bool) {
+	rep := r.rep
+	m, how := rep.SessionsExpiredAllowed, "allowed"
+	if wrong {
+		m, how = rep.SessionsExpired, "wrong"
+	}
+	m[e.workload]++
+	if len(rep.Details) < 60 {
+		rep.Details = append(rep.Details, fmt.Sprintf("%s session 0x%x expired at %s, %v after losing its server (%s)",
+			e.workload, e.id, e.at.Format(clock), e.without.Round(time.Millisecond), how))
 	}
 }
 
@@ -350,7 +368,6 @@ func (r *runner) checkPipelines(ctx context.Context) {
 	for _, w := range r.pipes {
 		w.mu.Lock()
 		writes, gens, dirsAcked := slices.Clone(w.writes), w.gen, w.dirsAcked
-		rep.SessionsExpired["pipeline"] += w.expired
 		if n := len(w.abandoned); n > 0 {
 			rep.SessionsExpired["pipeline (no node took it back)"] += n
 			rep.Details = append(rep.Details, first(w.abandoned, 3)...)

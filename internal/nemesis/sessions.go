@@ -87,14 +87,23 @@ type liveResult struct {
 
 // check looks at each live session, still open: the client must hold the
 // session it was first given and the server its ephemeral, owned by it.
-func (l *liveWorkload) check(ctx context.Context, admin *zkSession, d time.Duration) liveResult {
+// A session that expired only after its client had been cut off from
+// every server for longer than timeout may rightly have lost both.
+func (l *liveWorkload) check(ctx context.Context, admin *zkSession, d, timeout time.Duration) liveResult {
 	res := liveResult{sessions: len(l.sessions)}
 	_ = call(ctx, d, func() error { _, err := admin.conn.Sync(l.dir); return err })
 	for i, s := range l.sessions {
 		first := s.FirstID()
 		var why []string
+		wrongly, allowed := false, false
 		for _, e := range s.Expiries() {
-			why = append(why, fmt.Sprintf("expired at %s, %v after losing its server", e.at.Format("15:04:05.000"), e.without.Round(time.Millisecond)))
+			how := "allowed"
+			if e.wrongful(timeout) {
+				how, wrongly = "wrong", true
+			} else {
+				allowed = true
+			}
+			why = append(why, fmt.Sprintf("expired at %s, %v after losing its server (%s)", e.at.Format(clock), e.without.Round(time.Millisecond), how))
 		}
 		if cur := s.conn.SessionID(); cur != first {
 			why = append(why, fmt.Sprintf("now has session 0x%x", cur))
@@ -114,11 +123,14 @@ func (l *liveWorkload) check(ctx context.Context, admin *zkSession, d time.Durat
 		case st.EphemeralOwner != first:
 			why = append(why, fmt.Sprintf("its ephemeral is owned by 0x%x", st.EphemeralOwner))
 		}
-		if len(why) > 0 {
+		if len(why) == 0 {
+			continue
+		}
+		if wrongly || !allowed {
 			res.wrong++
-			if len(res.details) < 10 {
-				res.details = append(res.details, fmt.Sprintf("live session %d (0x%x): %s", i, first, strings.Join(why, "; ")))
-			}
+		}
+		if len(res.details) < 10 {
+			res.details = append(res.details, fmt.Sprintf("live session %d (0x%x): %s", i, first, strings.Join(why, "; ")))
 		}
 	}
 	return res

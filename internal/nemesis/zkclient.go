@@ -41,6 +41,13 @@ type expiry struct {
 	without time.Duration
 }
 
+// wrongful reports an expiry that ZooKeeper would not make: the client had
+// been without a server for less than limit when told. An expiry after a
+// longer cut-off is what ZooKeeper does too: go-zookeeper, for one, can sit
+// for many seconds in a handshake with a stopped node, reaching no quorum
+// member meanwhile.
+func (e expiry) wrongful(limit time.Duration) bool { return e.without < limit }
+
 func (s *zkSession) event(ev zk.Event) {
 	if ev.Type != zk.EventSession {
 		return
