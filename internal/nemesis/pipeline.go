@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hutchzk/hutch/wire"
@@ -56,8 +57,8 @@ type pipeWriter struct {
 	inc       int        // connection incarnation
 	writes    []*pwrite
 	dirsAcked map[int]bool
-	expiries  []expiry // sessions the server said had expired
-	lostAt    time.Time
+	expiries  []expiry     // sessions the server said had expired
+	heard     atomic.Int64 // unix nanos of the last reply read
 	abandoned []string
 	disorder  []string // replies out of xid order
 	answers   map[wire.Code]int
@@ -100,7 +101,7 @@ func (w *pipeWriter) run(ctx context.Context) {
 		c, err := w.attach(ctx)
 		switch {
 		case errors.Is(err, errExpired):
-			w.expired(w.lostAt)
+			w.expired(w.heard.Load())
 			w.newSession()
 			continue
 		case err != nil:
@@ -114,7 +115,6 @@ func (w *pipeWriter) run(ctx context.Context) {
 		}
 		w.mu.Lock()
 		w.inc++
-		w.lostAt = time.Time{}
 		w.mu.Unlock()
 		w.k = 0
 		err = w.serve(ctx, c)
@@ -123,25 +123,21 @@ func (w *pipeWriter) run(ctx context.Context) {
 		case errors.Is(err, errClosed):
 			return
 		case errors.Is(err, errExpired):
-			w.expired(time.Now()) // told so while connected
+			w.expired(time.Now().UnixNano()) // told so in a reply
 			w.newSession()
-		default:
-			w.mu.Lock()
-			w.lostAt = time.Now()
-			w.mu.Unlock()
 		}
 	}
 }
 
 // expired records that the server ended the session, the client having
-// been without a server since lostAt.
-func (w *pipeWriter) expired(lostAt time.Time) {
+// last heard from a server at heard (unix nanos, 0 for never).
+func (w *pipeWriter) expired(heard int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := time.Now()
-	e := expiry{workload: "pipeline", id: w.sess.id, at: now}
-	if !lostAt.IsZero() {
-		e.without = now.Sub(lostAt)
+	e := expiry{workload: "pipeline", id: w.sess.id, at: now, heard: heard != 0}
+	if e.heard {
+		e.silent = now.Sub(time.Unix(0, heard))
 	}
 	w.expiries = append(w.expiries, e)
 }
@@ -188,6 +184,7 @@ func (w *pipeWriter) serve(ctx context.Context, c *rawConn) error {
 				readErr <- err
 				return
 			}
+			w.heard.Store(time.Now().UnixNano())
 			select {
 			case replies <- rep:
 			case <-quit:

@@ -32,9 +32,9 @@ type Report struct {
 	LiveSessions       int
 	LiveWronglyExpired int // live sessions that lost their session or ephemeral (must be 0)
 	// SessionsExpired counts, by workload, the expiries a client was told
-	// of although it had lost its server for less than the session
-	// timeout; no fault here should cause one (must be empty).
-	// SessionsExpiredAllowed counts those after a longer cut-off, which
+	// of less than half a session timeout after it last heard from a
+	// server; no fault here should cause one (must be empty).
+	// SessionsExpiredAllowed counts those after a longer silence, which
 	// ZooKeeper makes too.
 	SessionsExpired, SessionsExpiredAllowed map[string]int
 	ChurnSessions                           int
@@ -174,7 +174,7 @@ func (r *Report) String() string {
 	row(r.LiveWronglyExpired == 0, "live sessions wrongly expired", "%d of %d", r.LiveWronglyExpired, r.LiveSessions)
 	row(sum(r.SessionsExpired) == 0, "sessions wrongly expired", "%s (%d churn sessions opened)", byName(r.SessionsExpired), r.ChurnSessions)
 	if n := sum(r.SessionsExpiredAllowed); n > 0 {
-		info("expired after a long cut-off", "%s (allowed: without a server for longer than the timeout)", byName(r.SessionsExpiredAllowed))
+		info("expired after a long silence", "%s (allowed: no server heard for half a timeout or more)", byName(r.SessionsExpiredAllowed))
 	}
 	row(r.DoubleHolders == 0 && r.FenceConflicts == 0, "lock", "%d acquisitions, %d double holders, %d fence conflicts",
 		r.LockAcquisitions, r.DoubleHolders, r.FenceConflicts)

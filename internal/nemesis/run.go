@@ -268,7 +268,7 @@ func (r *runner) settle(ctx context.Context) {
 func (r *runner) check(ctx context.Context) {
 	rep := r.rep
 	// Live sessions first, while they are still open.
-	lr := r.live.check(ctx, r.admin, r.cfg.OpTimeout, r.cfg.SessionTimeout)
+	lr := r.live.check(ctx, r.admin, r.cfg.OpTimeout, r.expiryBound())
 	rep.LiveSessions, rep.LiveWronglyExpired = lr.sessions, lr.wrong
 	rep.Details = append(rep.Details, lr.details...)
 
@@ -287,16 +287,10 @@ func (r *runner) check(ctx context.Context) {
 		expiries = append(expiries, w.expiries...)
 		w.mu.Unlock()
 	}
-	for _, e := range expiries {
-		r.countExpiry(e, e.wrongful(r.cfg.SessionTimeout))
-	}
 	r.churn.mu.Lock()
-	for _, e := range r.churn.expiries {
-		// A churn session names one node only: when that node is down
-		// or stopped it cannot move, and may rightly expire. The client
-		// notices silence only after two thirds of the timeout, so only
-		// an expiry soon after it lost its server is surely wrong.
-		r.countExpiry(e, e.wrongful(r.cfg.SessionTimeout/3))
+	expiries = append(expiries, r.churn.expiries...)
+	for _, e := range expiries {
+		r.countExpiry(e, e.wrongful(r.expiryBound()))
 	}
 	rep.ChurnSessions = r.churn.opened
 	r.churn.mu.Unlock()
@@ -317,6 +311,14 @@ func (r *runner) check(ctx context.Context) {
 	}
 }
 
+// expiryBound is the silence below which an expiry is surely wrong. It is
+// half the session timeout, not all of it: a server may go on answering a
+// client for a while after losing the leader (ZooKeeper's syncLimit,
+// hutch's two election timeouts) and touches reach the leader up to a tick
+// late, so a session can rightly expire somewhat less than a timeout after
+// its client last heard from a server, but not half a timeout.
+func (r *runner) expiryBound() time.Duration { return r.cfg.SessionTimeout / 2 }
+
 // countExpiry puts an expiry in the report, as wrong or allowed.
 func (r *runner) countExpiry(e expiry, wrong bool) {
 	rep := r.rep
@@ -326,8 +328,8 @@ func (r *runner) countExpiry(e expiry, wrong bool) {
 	}
 	m[e.workload]++
 	if len(rep.Details) < 60 {
-		rep.Details = append(rep.Details, fmt.Sprintf("%s session 0x%x expired at %s, %v after losing its server (%s)",
-			e.workload, e.id, e.at.Format(clock), e.without.Round(time.Millisecond), how))
+		rep.Details = append(rep.Details, fmt.Sprintf("%s session 0x%x expired at %s, %v after it last heard from a server (%s)",
+			e.workload, e.id, e.at.Format(clock), e.silent.Round(time.Millisecond), how))
 	}
 }
 

@@ -87,9 +87,9 @@ type liveResult struct {
 
 // check looks at each live session, still open: the client must hold the
 // session it was first given and the server its ephemeral, owned by it.
-// A session that expired only after its client had been cut off from
-// every server for longer than timeout may rightly have lost both.
-func (l *liveWorkload) check(ctx context.Context, admin *zkSession, d, timeout time.Duration) liveResult {
+// A session that expired only after its client had heard from no server
+// for bound or longer may rightly have lost both.
+func (l *liveWorkload) check(ctx context.Context, admin *zkSession, d, bound time.Duration) liveResult {
 	res := liveResult{sessions: len(l.sessions)}
 	_ = call(ctx, d, func() error { _, err := admin.conn.Sync(l.dir); return err })
 	for i, s := range l.sessions {
@@ -98,12 +98,12 @@ func (l *liveWorkload) check(ctx context.Context, admin *zkSession, d, timeout t
 		wrongly, allowed := false, false
 		for _, e := range s.Expiries() {
 			how := "allowed"
-			if e.wrongful(timeout) {
+			if e.wrongful(bound) {
 				how, wrongly = "wrong", true
 			} else {
 				allowed = true
 			}
-			why = append(why, fmt.Sprintf("expired at %s, %v after losing its server (%s)", e.at.Format(clock), e.without.Round(time.Millisecond), how))
+			why = append(why, fmt.Sprintf("expired at %s, %v after it last heard from a server (%s)", e.at.Format(clock), e.silent.Round(time.Millisecond), how))
 		}
 		if cur := s.conn.SessionID(); cur != first {
 			why = append(why, fmt.Sprintf("now has session 0x%x", cur))

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -15,38 +17,67 @@ import (
 var openACL = zk.WorldACL(zk.PermAll)
 
 // zkSession is a go-zookeeper client that remembers its session's life:
-// when it was without a server and when the server said it had expired.
-// go-zookeeper opens a new session by itself after an expiry, so a
-// workload goes on; the expiry stays on record.
+// when it last heard from a server and when a server said the session had
+// expired. go-zookeeper opens a new session by itself after an expiry, so
+// a workload goes on; the expiry stays on record.
 type zkSession struct {
 	conn     *zk.Conn
 	workload string
 	has      chan struct{} // a token per StateHasSession, never blocking
+	heardNow atomic.Int64  // unix nanos of the last byte read on the current connection
 
-	mu       sync.Mutex // guards the fields below
-	firstID  int64      // the session the client was first given
-	lastID   int64      // the session it has, or last had
-	lostAt   time.Time  // start of the current disconnection, zero if connected
-	expiries []expiry
+	mu        sync.Mutex // guards the fields below
+	heardPrev int64      // unix nanos of the last byte read on any earlier connection
+	firstID   int64      // the session the client was first given
+	lastID    int64      // the session it has, or last had
+	expiries  []expiry
 }
 
-// expiry is the server telling a client its session is gone.
+// expiry is a server telling a client its session is gone.
 type expiry struct {
 	workload string
 	id       int64
 	at       time.Time
-	// without is how long the client had been without a server when
-	// told: beyond the session timeout an expiry is what ZooKeeper
-	// promises, below it the server ended a session that was in touch.
-	without time.Duration
+	// silent is how long the client had heard nothing from any server
+	// when told (heard false: it never had).
+	silent time.Duration
+	heard  bool
 }
 
 // wrongful reports an expiry that ZooKeeper would not make: the client had
-// been without a server for less than limit when told. An expiry after a
-// longer cut-off is what ZooKeeper does too: go-zookeeper, for one, can sit
-// for many seconds in a handshake with a stopped node, reaching no quorum
-// member meanwhile.
-func (e expiry) wrongful(limit time.Duration) bool { return e.without < limit }
+// heard from a server less than limit before it was told. After a longer
+// silence an expiry is what ZooKeeper does too: go-zookeeper, for one, can
+// sit for many seconds in a handshake with a stopped node, reaching no
+// quorum member meanwhile, and a real ZooKeeper expires it.
+func (e expiry) wrongful(limit time.Duration) bool { return e.heard && e.silent < limit }
+
+// heardConn notes the time of every read, so an expiry can be set against
+// the last moment the client heard from the ensemble.
+type heardConn struct {
+	net.Conn
+	s *zkSession
+}
+
+func (c heardConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.s.heardNow.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+// dial is go-zookeeper's dialer: each new connection starts with nothing
+// heard on it, so the answer to its handshake is not counted as contact.
+func (s *zkSession) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	s.mu.Lock()
+	s.heardPrev = max(s.heardPrev, s.heardNow.Swap(0))
+	s.mu.Unlock()
+	c, err := net.DialTimeout(network, addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return heardConn{Conn: c, s: s}, nil
+}
 
 func (s *zkSession) event(ev zk.Event) {
 	if ev.Type != zk.EventSession {
@@ -56,18 +87,15 @@ func (s *zkSession) event(ev zk.Event) {
 	defer s.mu.Unlock()
 	now := time.Now()
 	switch ev.State {
-	case zk.StateDisconnected:
-		if s.lostAt.IsZero() {
-			s.lostAt = now
-		}
 	case zk.StateExpired:
-		e := expiry{workload: s.workload, id: s.lastID, at: now}
-		if !s.lostAt.IsZero() {
-			e.without = now.Sub(s.lostAt)
+		// go-zookeeper learns of an expiry only from a handshake, so
+		// what was heard before is on earlier connections.
+		e := expiry{workload: s.workload, id: s.lastID, at: now, heard: s.heardPrev != 0}
+		if e.heard {
+			e.silent = now.Sub(time.Unix(0, s.heardPrev))
 		}
 		s.expiries = append(s.expiries, e)
 	case zk.StateHasSession:
-		s.lostAt = time.Time{}
 		s.lastID = s.conn.SessionID()
 		if s.firstID == 0 {
 			s.firstID = s.lastID
@@ -102,6 +130,7 @@ func dialZK(ctx context.Context, workload string, servers []string, timeout, lim
 	s.mu.Lock()
 	conn, _, err := zk.Connect(servers, timeout,
 		zk.WithLogger(log.New(io.Discard, "", 0)),
+		zk.WithDialer(s.dial),
 		zk.WithEventCallback(s.event))
 	if err != nil {
 		s.mu.Unlock()
