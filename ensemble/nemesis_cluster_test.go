@@ -195,7 +195,8 @@ func (c *procCluster) running(i int) (*node, *process, error) {
 	}
 	select {
 	case <-p.exited:
-		return nd, nil, fmt.Errorf("node %d (pid %d) is not running", nd.id, p.pid)
+		// Not killed by us, or Restart would have replaced it: it died.
+		return nd, nil, fmt.Errorf("node %d (pid %d) is not running; log:\n%s", nd.id, p.pid, tail(p.logFile))
 	default:
 	}
 	return nd, p, nil

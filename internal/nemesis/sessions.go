@@ -96,14 +96,20 @@ func (l *liveWorkload) check(ctx context.Context, admin *zkSession, d, bound tim
 		first := s.FirstID()
 		var why []string
 		wrongly, allowed := false, false
-		for _, e := range s.Expiries() {
+		exps := s.Expiries()
+		for j, e := range exps {
 			how := "allowed"
 			if e.wrongful(bound) {
 				how, wrongly = "wrong", true
 			} else {
 				allowed = true
 			}
-			why = append(why, fmt.Sprintf("expired at %s, %v after it last heard from a server (%s)", e.at.Format(clock), e.silent.Round(time.Millisecond), how))
+			switch {
+			case j < 3:
+				why = append(why, fmt.Sprintf("expired at %s, %v after it last heard from a server (%s)", e.at.Format(clock), e.silent.Round(time.Millisecond), how))
+			case j == 3:
+				why = append(why, fmt.Sprintf("expired %d more times", len(exps)-3))
+			}
 		}
 		if cur := s.conn.SessionID(); cur != first {
 			why = append(why, fmt.Sprintf("now has session 0x%x", cur))
