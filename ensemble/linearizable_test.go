@@ -13,6 +13,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hutchzk/hutch/internal/nemesis"
 	"github.com/hutchzk/hutch/internal/realzk"
 	"github.com/hutchzk/hutch/raftstore"
 )
@@ -21,118 +22,6 @@ var (
 	linFaults  = flag.Int("lin.faults", 20, "leader kills in TestEnsembleLinearizable")
 	linClients = flag.Int("lin.clients", 6, "concurrent clients in TestEnsembleLinearizable")
 )
-
-// A register's state in the model: a znode's data and its version.
-type register struct {
-	value   string
-	version int32
-}
-
-// linInput is one operation on register key: a versioned setData of value
-// expecting version, or a sync followed by getData.
-type linInput struct {
-	key    int
-	write  bool
-	value  string
-	expect int32
-}
-
-type outcome int
-
-const (
-	applied    outcome = iota // read answered, or setData acknowledged
-	badVersion                // setData refused: the version did not match
-	unknown                   // setData's answer was lost with the connection
-)
-
-type linOutput struct {
-	outcome outcome
-	value   string // read: the data seen
-	version int32  // read: the version seen; write: the new version
-}
-
-// registerModel is a znode under versioned setData and sync+getData. A
-// write whose answer was lost may have happened or not.
-var registerModel = porcupine.NondeterministicModel{
-	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-		byKey := map[int][]porcupine.Operation{}
-		for _, op := range h {
-			k := op.Input.(linInput).key
-			byKey[k] = append(byKey[k], op)
-		}
-		var out [][]porcupine.Operation
-		for _, ops := range byKey {
-			out = append(out, ops)
-		}
-		return out
-	},
-	Init: func() []any { return []any{register{value: "init"}} },
-	Step: func(state, input, output any) []any {
-		st, in, out := state.(register), input.(linInput), output.(linOutput)
-		next := register{value: in.value, version: st.version + 1}
-		switch {
-		case !in.write:
-			if out.value == st.value && out.version == st.version {
-				return []any{st}
-			}
-		case out.outcome == applied:
-			if st.version == in.expect && out.version == next.version {
-				return []any{next}
-			}
-		case out.outcome == badVersion:
-			if st.version != in.expect {
-				return []any{st}
-			}
-		case st.version == in.expect: // unknown: either
-			return []any{st, next}
-		default:
-			return []any{st}
-		}
-		return nil
-	},
-	DescribeOperation: func(input, output any) string {
-		in, out := input.(linInput), output.(linOutput)
-		if !in.write {
-			return fmt.Sprintf("k%d read → %q v%d", in.key, out.value, out.version)
-		}
-		return fmt.Sprintf("k%d set %q if v%d → %v v%d", in.key, in.value, in.expect, out.outcome, out.version)
-	},
-}
-
-// history records operations from many goroutines with times relative to
-// its start.
-type history struct {
-	start time.Time
-	mu    sync.Mutex
-	ops   []porcupine.Operation
-	open  []int // indexes of writes with unknown outcome
-}
-
-func (h *history) now() int64 { return int64(time.Since(h.start)) }
-
-func (h *history) add(client int, in linInput, call int64, out linOutput) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	op := porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: h.now()}
-	if out.outcome == unknown {
-		h.open = append(h.open, len(h.ops))
-	}
-	h.ops = append(h.ops, op)
-}
-
-// operations returns the history with every write of unknown outcome
-// left pending until after the last answer: it may take effect at any
-// time after it was sent.
-func (h *history) operations() []porcupine.Operation {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	end := h.now() + 1
-	ops := slices.Clone(h.ops)
-	for _, i := range h.open {
-		ops[i].Return = end
-	}
-	return ops
-}
 
 // leaderNow returns the live node whose srvr reports Mode: leader.
 func (e *ensemble) leaderNow() *node {
@@ -172,7 +61,7 @@ func TestEnsembleLinearizable(t *testing.T) {
 		}
 	}
 
-	h := &history{start: time.Now()}
+	h := nemesis.NewHistory()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var countMu sync.Mutex
@@ -195,7 +84,7 @@ func TestEnsembleLinearizable(t *testing.T) {
 				}
 				k := rng.IntN(keys)
 				p := fmt.Sprintf("/k%d", k)
-				call := h.now()
+				call := h.Now()
 				if rng.IntN(2) == 0 {
 					var data []byte
 					var st *zk.Stat
@@ -212,27 +101,27 @@ func TestEnsembleLinearizable(t *testing.T) {
 						continue // a read that failed changed nothing
 					}
 					seen[k] = st.Version
-					h.add(client, linInput{key: k}, call, linOutput{value: string(data), version: st.Version})
+					h.Add(client, nemesis.RegisterInput{Key: k}, call, nemesis.RegisterOutput{Value: string(data), Version: st.Version})
 					count("read")
 					continue
 				}
-				in := linInput{key: k, write: true, value: fmt.Sprintf("c%d-%d", client, n), expect: seen[k]}
+				in := nemesis.RegisterInput{Key: k, Write: true, Value: fmt.Sprintf("c%d-%d", client, n), Expect: seen[k]}
 				var st *zk.Stat
 				err := within(opTimeout, func() error {
 					var err error
-					st, err = c.Set(p, []byte(in.value), in.expect)
+					st, err = c.Set(p, []byte(in.Value), in.Expect)
 					return err
 				})
 				switch {
 				case err == nil:
 					seen[k] = st.Version
-					h.add(client, in, call, linOutput{outcome: applied, version: st.Version})
+					h.Add(client, in, call, nemesis.RegisterOutput{Outcome: nemesis.OutcomeApplied, Version: st.Version})
 					count("write ok")
 				case errors.Is(err, zk.ErrBadVersion):
-					h.add(client, in, call, linOutput{outcome: badVersion})
+					h.Add(client, in, call, nemesis.RegisterOutput{Outcome: nemesis.OutcomeBadVersion})
 					count("write bad version")
 				default:
-					h.add(client, in, call, linOutput{outcome: unknown})
+					h.Add(client, in, call, nemesis.RegisterOutput{Outcome: nemesis.OutcomeUnknown})
 					count("write unknown: " + err.Error())
 				}
 			}
@@ -258,7 +147,7 @@ func TestEnsembleLinearizable(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
-	ops := h.operations()
+	ops := h.Operations()
 	t.Logf("%d operations: %v", len(ops), counts)
 	slices.Sort(elections)
 	within2 := 0
@@ -284,13 +173,13 @@ func TestEnsembleLinearizable(t *testing.T) {
 	}
 
 	checkStart := time.Now()
-	res, info := porcupine.CheckOperationsVerbose(registerModel.ToModel(), ops, 60*time.Second)
+	res, info := porcupine.CheckOperationsVerbose(nemesis.RegisterModel.ToModel(), ops, 60*time.Second)
 	t.Logf("porcupine: %s in %v", res, time.Since(checkStart).Round(time.Millisecond))
 	switch res {
 	case porcupine.Ok:
 	case porcupine.Illegal:
 		path := t.TempDir() + "/linearizability.html"
-		if err := porcupine.VisualizePath(registerModel.ToModel(), info, path); err == nil {
+		if err := porcupine.VisualizePath(nemesis.RegisterModel.ToModel(), info, path); err == nil {
 			t.Logf("visualization: %s", path)
 		}
 		t.Fatal("history is not linearizable")
@@ -305,38 +194,4 @@ func roundAll(ds []time.Duration) []time.Duration {
 		out[i] = d.Round(time.Millisecond)
 	}
 	return out
-}
-
-// TestRegisterModel: the model accepts linearizable histories and rejects
-// the violations the ensemble test is after (so that test can fail).
-func TestRegisterModel(t *testing.T) {
-	w := func(call, ret int64, value string, expect int32, out linOutput) porcupine.Operation {
-		return porcupine.Operation{Input: linInput{write: true, value: value, expect: expect}, Call: call, Return: ret, Output: out}
-	}
-	r := func(call, ret int64, value string, version int32) porcupine.Operation {
-		return porcupine.Operation{Input: linInput{}, Call: call, Return: ret, Output: linOutput{value: value, version: version}}
-	}
-	ok := func(v int32) linOutput { return linOutput{outcome: applied, version: v} }
-	tests := []struct {
-		name string
-		ops  []porcupine.Operation
-		want porcupine.CheckResult
-	}{
-		{"write then read", []porcupine.Operation{w(0, 1, "a", 0, ok(1)), r(2, 3, "a", 1)}, porcupine.Ok},
-		{"stale read after acknowledged write", []porcupine.Operation{w(0, 1, "a", 0, ok(1)), r(2, 3, "init", 0)}, porcupine.Illegal},
-		{"concurrent read may see either", []porcupine.Operation{w(0, 5, "a", 0, ok(1)), r(1, 2, "init", 0), r(3, 4, "a", 1)}, porcupine.Ok},
-		{"read goes back in time", []porcupine.Operation{w(0, 5, "a", 0, ok(1)), r(1, 2, "a", 1), r(3, 4, "init", 0)}, porcupine.Illegal},
-		{"two writes win the same version", []porcupine.Operation{w(0, 1, "a", 0, ok(1)), w(2, 3, "b", 0, ok(1))}, porcupine.Illegal},
-		{"bad version when it matched", []porcupine.Operation{w(0, 1, "a", 0, linOutput{outcome: badVersion})}, porcupine.Illegal},
-		{"lost write seen later", []porcupine.Operation{w(0, 100, "a", 0, linOutput{outcome: unknown}), r(2, 3, "a", 1)}, porcupine.Ok},
-		{"lost write never seen", []porcupine.Operation{w(0, 100, "a", 0, linOutput{outcome: unknown}), r(2, 3, "init", 0)}, porcupine.Ok},
-		{"read of a value never written", []porcupine.Operation{r(0, 1, "zzz", 1)}, porcupine.Illegal},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := porcupine.CheckOperationsTimeout(registerModel.ToModel(), tc.ops, 10*time.Second); got != tc.want {
-				t.Fatalf("check = %s, want %s", got, tc.want)
-			}
-		})
-	}
 }

@@ -3,5 +3,8 @@
 // test has partitioned; every connection between nodes is opened through
 // it, so isolating a node stops traffic in both directions. A Proxy stands
 // between a client and a server and can sever the client's connection
-// without closing its session, as when a client host dies.
+// without closing its session, as when a client host dies. Drop partitions
+// silently instead: I/O across the link hangs until healed, as TCP does.
+// A Switch does the same to separate processes on loopback, forwarding
+// their peer connections and telling nodes apart by source IP.
 package faultnet

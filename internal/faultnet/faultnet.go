@@ -13,16 +13,24 @@ var ErrPartitioned = errors.New("faultnet: link partitioned")
 // Network tracks which nodes are cut off from which, by node name (any
 // string the test chooses, usually the node's listen address).
 type Network struct {
-	mu    sync.Mutex
-	cut   map[link]bool
-	conns map[*conn]struct{}
+	mu      sync.Mutex
+	cut     map[link]bool
+	conns   map[*conn]struct{}
+	dropped map[link]bool // silent partitions (Drop), see drop.go
+	healed  chan struct{} // closed and replaced by Heal, waking blocked I/O
+	waiting int           // goroutines blocked on a dropped link, for tests
 }
 
 type link struct{ from, to string }
 
 // New returns a network with every link up.
 func New() *Network {
-	return &Network{cut: make(map[link]bool), conns: make(map[*conn]struct{})}
+	return &Network{
+		cut:     make(map[link]bool),
+		conns:   make(map[*conn]struct{}),
+		dropped: make(map[link]bool),
+		healed:  make(chan struct{}),
+	}
 }
 
 // Dialer returns the dial function node self uses to reach others; addr
@@ -32,11 +40,15 @@ func (n *Network) Dialer(self string) func(addr string, timeout time.Duration) (
 		if n.isCut(self, addr) {
 			return nil, ErrPartitioned
 		}
+		timeout, err := n.waitDial(self, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
 		nc, err := net.DialTimeout("tcp", addr, timeout)
 		if err != nil {
 			return nil, err
 		}
-		c := &conn{Conn: nc, net: n, from: self, to: addr}
+		c := &conn{Conn: nc, net: n, from: self, to: addr, closed: make(chan struct{})}
 		n.mu.Lock()
 		n.conns[c] = struct{}{}
 		n.mu.Unlock()
@@ -69,10 +81,12 @@ func (n *Network) Isolate(node string, others ...string) {
 	}
 }
 
-// Heal restores every link.
+// Heal restores every link, those cut by Isolate and those dropped by
+// Drop; I/O blocked on a dropped link resumes where it stopped.
 func (n *Network) Heal() {
 	n.mu.Lock()
 	clear(n.cut)
+	n.healDropsLocked()
 	n.mu.Unlock()
 }
 
@@ -89,6 +103,8 @@ type conn struct {
 	net      *Network
 	from, to string
 	once     sync.Once
+	closed   chan struct{} // closed by Close, waking I/O held by a Drop
+	hold     held          // deadlines and bytes held across a Drop, see drop.go
 }
 
 func (c *conn) Read(b []byte) (int, error) {
@@ -96,7 +112,7 @@ func (c *conn) Read(b []byte) (int, error) {
 		c.Close()
 		return 0, ErrPartitioned
 	}
-	return c.Conn.Read(b)
+	return c.heldRead(b)
 }
 
 func (c *conn) Write(b []byte) (int, error) {
@@ -104,7 +120,7 @@ func (c *conn) Write(b []byte) (int, error) {
 		c.Close()
 		return 0, ErrPartitioned
 	}
-	return c.Conn.Write(b)
+	return c.heldWrite(b)
 }
 
 func (c *conn) Close() error {
@@ -113,6 +129,7 @@ func (c *conn) Close() error {
 		c.net.mu.Lock()
 		delete(c.net.conns, c)
 		c.net.mu.Unlock()
+		close(c.closed)
 		err = c.Conn.Close()
 	})
 	return err

@@ -1,0 +1,42 @@
+package nemesis
+
+import (
+	"errors"
+	"time"
+)
+
+// Cluster is the ensemble under test, as the nemesis drives it. Nodes are
+// numbered from 0 to Size()-1. Every method returns within a bounded time.
+type Cluster interface {
+	// Size is the number of nodes.
+	Size() int
+	// ClientAddrs returns each node's client address, by index.
+	ClientAddrs() []string
+	// Leader returns the index of the one node whose srvr says
+	// "Mode: leader", or -1 when none or more than one does.
+	Leader() int
+	// Kill crashes node i without a clean shutdown (SIGKILL for a process).
+	Kill(i int) error
+	// Restart starts node i again from its data directory and returns
+	// once it answers ruok.
+	Restart(i int) error
+	// Pause freezes node i (SIGSTOP); ErrUnsupported where impossible.
+	Pause(i int) error
+	// Resume undoes Pause (SIGCONT).
+	Resume(i int) error
+	// Isolate silently partitions node i from the other nodes: their
+	// traffic hangs, nothing is refused or closed. Client links stay up.
+	Isolate(i int) error
+	// Heal ends every partition.
+	Heal() error
+	// Skew shifts node i's clock by offset (0 undoes it); ErrUnsupported
+	// for a cluster of processes sharing the host's clock.
+	Skew(i int, offset time.Duration) error
+	// Digests returns each node's tree digest, such as "digest@zxid" from
+	// the admin HTTP /commands/digest; equal strings mean equal trees.
+	Digests() ([]string, error)
+}
+
+// ErrUnsupported is returned by a Cluster for a fault it cannot inject;
+// the schedule then leaves that kind out.
+var ErrUnsupported = errors.New("nemesis: fault not supported by this cluster")

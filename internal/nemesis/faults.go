@@ -1,0 +1,230 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Kind is a fault the schedule can inject.
+type Kind string
+
+// The fault kinds. Each is injected, held, undone, and followed by a wait
+// for a successful write before the next.
+const (
+	KillLeader        Kind = "kill-leader"        // SIGKILL, down a while, restart from disk
+	KillFollower      Kind = "kill-follower"      // the same to a follower
+	PauseLeader       Kind = "pause-leader"       // SIGSTOP for longer than the session timeout
+	PauseFollower     Kind = "pause-follower"     // the same to a follower
+	PartitionLeader   Kind = "partition-leader"   // silent partition from the other nodes
+	PartitionFollower Kind = "partition-follower" // the same to a follower
+	KillLeaderInChurn Kind = "kill-leader-churn"  // leader kill while sessions are being opened on followers
+	SkewClock         Kind = "clock-skew"         // a node's clock jumps, then comes back
+)
+
+// Kinds lists every fault kind, in report order.
+var Kinds = []Kind{KillLeader, KillFollower, PauseLeader, PauseFollower,
+	PartitionLeader, PartitionFollower, KillLeaderInChurn, SkewClock}
+
+func (k Kind) onLeader() bool {
+	return k == KillLeader || k == PauseLeader || k == PartitionLeader || k == KillLeaderInChurn
+}
+
+// clock is how times appear in logs and details, to match servers' logs.
+const clock = "15:04:05.000"
+
+// faultRecord is one fault as injected.
+type faultRecord struct {
+	kind       Kind
+	node       int
+	start, end time.Time
+	recovery   time.Duration // from undoing it to the next successful write
+}
+
+// schedule injects cfg.Faults faults, one at a time. Kinds come in
+// rounds, each a seeded shuffle of every kind the cluster supports, so a
+// short run still sees each kind; a kind the cluster refuses with
+// ErrUnsupported is dropped.
+func (r *runner) schedule(ctx context.Context) {
+	supported := slices.Clone(Kinds)
+	var deck []Kind
+	deadline := time.Now().Add(r.cfg.MaxDuration)
+	for n := 0; n < r.cfg.Faults; {
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			r.problem("the schedule ran out of time after %d of %d faults (bound %v)", n, r.cfg.Faults, r.cfg.MaxDuration)
+			return
+		}
+		if len(supported) == 0 {
+			r.problem("the cluster supports no fault kind")
+			return
+		}
+		if len(deck) == 0 {
+			deck = slices.Clone(supported)
+			r.rng.Shuffle(len(deck), func(i, j int) { deck[i], deck[j] = deck[j], deck[i] })
+		}
+		kind := deck[0]
+		deck = deck[1:]
+		rec, err := r.inject(ctx, kind)
+		if errors.Is(err, ErrUnsupported) {
+			supported = slices.DeleteFunc(supported, func(k Kind) bool { return k == kind })
+			deck = slices.DeleteFunc(deck, func(k Kind) bool { return k == kind })
+			r.rep.Unsupported = append(r.rep.Unsupported, kind)
+			continue
+		}
+		n++
+		r.rep.Faults[kind]++
+		if err != nil {
+			// A cluster that cannot undo a fault (a node that will not
+			// restart) cannot take the next one safely.
+			r.problem("fault %d, %s of node %d: %v", n, kind, rec.node, err)
+			r.faults = append(r.faults, rec)
+			return
+		}
+		took, ok := r.waitWritable(ctx, r.cfg.RecoverTimeout)
+		rec.recovery = took
+		r.faults = append(r.faults, rec)
+		if !ok {
+			r.rep.RecoveryFailures++
+			r.problem("fault %d, %s of node %d: no write succeeded within %v after it was undone", n, kind, rec.node, r.cfg.RecoverTimeout)
+		}
+		r.rep.SlowestRecovery = max(r.rep.SlowestRecovery, took)
+		r.logf("fault %d/%d: %s of node %d from %s to %s; a write succeeded %v after it was undone",
+			n, r.cfg.Faults, kind, rec.node, rec.start.Format(clock), rec.end.Format(clock), took.Round(time.Millisecond))
+		pause(ctx, time.Duration(300+r.rng.IntN(700))*time.Millisecond) // let the workloads run between faults
+	}
+}
+
+// inject applies one fault, holds it and undoes it.
+func (r *runner) inject(ctx context.Context, kind Kind) (faultRecord, error) {
+	leader := r.waitLeader(ctx, 15*time.Second)
+	if leader < 0 {
+		r.problem("no single node said it led for 15s before a %s", kind)
+	}
+	target := leader
+	if !kind.onLeader() || leader < 0 {
+		target = r.rng.IntN(r.c.Size())
+		for i := 0; target == leader && i < 100; i++ {
+			target = r.rng.IntN(r.c.Size())
+		}
+	}
+	rec := faultRecord{kind: kind, node: target, start: time.Now()}
+	// Holds sleep through ctx: a fault once injected is always undone.
+	hold := func(d time.Duration) { time.Sleep(d) }
+	var err error
+	switch kind {
+	case KillLeader, KillFollower:
+		err = r.killRestart(target)
+	case PauseLeader, PauseFollower:
+		if err = r.c.Pause(target); err != nil {
+			return rec, err
+		}
+		hold(r.cfg.PauseFor)
+		err = r.c.Resume(target)
+	case PartitionLeader, PartitionFollower:
+		if err = r.c.Isolate(target); err != nil {
+			return rec, err
+		}
+		hold(r.cfg.PartitionFor)
+		err = r.c.Heal()
+	case KillLeaderInChurn:
+		stop := r.burst(ctx)
+		err = r.killRestart(target)
+		stop()
+	case SkewClock:
+		offset := r.cfg.SkewBy
+		if r.rng.IntN(2) == 0 {
+			offset = -offset
+		}
+		if err = r.c.Skew(target, offset); err != nil {
+			return rec, err
+		}
+		hold(r.cfg.SkewFor)
+		err = r.c.Skew(target, 0)
+	default:
+		err = fmt.Errorf("unknown fault kind %q", kind)
+	}
+	rec.end = time.Now()
+	return rec, err
+}
+
+// killRestart kills node i, keeps it down for about KillFor and restarts
+// it. A node that fails to come back is a finding; it gets two more tries
+// so that the rest of the schedule can still run.
+func (r *runner) killRestart(i int) error {
+	if err := r.c.Kill(i); err != nil {
+		return fmt.Errorf("kill: %w", err)
+	}
+	time.Sleep(r.cfg.KillFor/2 + time.Duration(r.rng.Int64N(int64(r.cfg.KillFor))))
+	for try := 1; try <= 3; try++ {
+		err := r.c.Restart(i)
+		if err == nil {
+			return nil
+		}
+		r.problem("restart of node %d failed (try %d of 3): %v", i, try, err)
+		time.Sleep(time.Duration(try) * time.Second) // let the others settle first
+	}
+	return fmt.Errorf("node %d did not restart in 3 tries", i)
+}
+
+// burst adds ChurnBurst churners with no rest and returns once they are
+// opening sessions; the returned func stops them and waits for them.
+func (r *runner) burst(ctx context.Context) (stop func()) {
+	bctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	before := r.churn.Opened()
+	r.bursts++
+	for i := range r.cfg.ChurnBurst {
+		wg.Go(func() { r.churn.run(bctx, fmt.Sprintf("b%d-%d", r.bursts, i), 0) })
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for r.churn.Opened() < before+r.cfg.ChurnBurst && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond) // polling an in-process counter
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// waitLeader polls the cluster until one node says it leads, and returns
+// it, or -1 after limit.
+func (r *runner) waitLeader(ctx context.Context, limit time.Duration) int {
+	deadline := time.Now().Add(limit)
+	for ctx.Err() == nil {
+		l := r.c.Leader()
+		if l >= 0 {
+			r.leader.Store(int32(l))
+			return l
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		pause(ctx, 100*time.Millisecond)
+	}
+	r.leader.Store(-1)
+	return -1
+}
+
+// waitWritable retries a write until one succeeds, and returns how long
+// that took and whether one did within limit.
+func (r *runner) waitWritable(ctx context.Context, limit time.Duration) (time.Duration, bool) {
+	start := time.Now()
+	deadline := start.Add(limit)
+	p := r.cfg.Root + "/probe"
+	for attempt := 0; attempt < 10_000 && time.Now().Before(deadline); attempt++ {
+		err := call(ctx, min(r.cfg.OpTimeout, time.Until(deadline)), func() error {
+			_, err := r.admin.conn.Set(p, fmt.Appendf(nil, "%d", attempt), -1)
+			return err
+		})
+		if err == nil {
+			return time.Since(start), true
+		}
+		if !pause(ctx, 50*time.Millisecond) {
+			break
+		}
+	}
+	return time.Since(start), false
+}
