@@ -68,6 +68,7 @@ type ensemble struct {
 	base       string
 	peers      string
 	secretFile string
+	extraArgs  []string // flags every node gets besides the harness's own
 	nodes      []*node
 }
 
@@ -76,11 +77,7 @@ type ensemble struct {
 // returns once a write through node 1 succeeds (a leader is elected).
 func startEnsemble(tb testing.TB, n int) *ensemble {
 	tb.Helper()
-	e := &ensemble{tb: tb, bin: realzk.BuildHutch(tb), base: tb.TempDir()}
-	e.secretFile = filepath.Join(e.base, "peer-secret")
-	if err := os.WriteFile(e.secretFile, []byte(rand.Text()), 0o600); err != nil {
-		tb.Fatal(err)
-	}
+	e := newEnsemble(tb)
 	var peers []string
 	for i := 1; i <= n; i++ {
 		nd := &node{
@@ -98,6 +95,18 @@ func startEnsemble(tb testing.TB, n int) *ensemble {
 	e.startNodes(e.nodes...)
 	c := e.dial(e.nodes[0].clientAddr)
 	e.waitWritable(c, "/ready", 30*time.Second)
+	return e
+}
+
+// newEnsemble prepares an ensemble with no nodes yet: the hutch binary, a
+// base directory and the peer secret every member reads.
+func newEnsemble(tb testing.TB) *ensemble {
+	tb.Helper()
+	e := &ensemble{tb: tb, bin: realzk.BuildHutch(tb), base: tb.TempDir()}
+	e.secretFile = filepath.Join(e.base, "peer-secret")
+	if err := os.WriteFile(e.secretFile, []byte(rand.Text()), 0o600); err != nil {
+		tb.Fatal(err)
+	}
 	return e
 }
 
@@ -131,6 +140,7 @@ func (e *ensemble) start(nd *node) error {
 		"--data-dir", nd.dataDir,
 		"--peer-secret-file", e.secretFile,
 	}
+	args = append(args, e.extraArgs...)
 	out, err := os.Create(logFile)
 	if err != nil {
 		return err

@@ -1,12 +1,8 @@
 package ensemble
 
 import (
-	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,39 +17,24 @@ import (
 )
 
 // procCluster is a nemesis.Cluster of three hutch processes on loopback.
-// Node i (1-based) listens for Raft on 127.0.0.i, so that once hutch binds
-// its outgoing peer connections to that IP a faultnet.Switch in front of
-// every node can tell who dialled and partition nodes silently.
+// Node i (1-based) listens for Raft on 127.0.0.i and makes its peer
+// connections from there, so a faultnet.Switch in front of every node
+// can tell who dialled and partition nodes silently; --peers names the
+// switch's fronts, --raft-listen the real listeners.
 type procCluster struct {
-	*ensemble                   // the nodes; stopAll and digest are reused
-	sw         *faultnet.Switch // nil when the binary cannot advertise the switch
-	secretFile string           // "" when the binary has no --peer-secret-file
+	*ensemble // the nodes; start, stopAll and digest are reused
+	sw        *faultnet.Switch
 
 	mu     sync.Mutex // guards paused
 	paused map[int]bool
-}
-
-// peerSwitchFlag is the flag of the ensemble command line that brings the
-// advertise/listen split (--peers names what others dial, --raft-listen
-// what the node binds, outgoing connections bound to its IP). A binary
-// without it advertises its own listener, so no switch can stand between
-// nodes and partitions are left out.
-const peerSwitchFlag = "peer-secret-file"
-
-// binarySupports reports whether hutch --help lists flag.
-func binarySupports(tb testing.TB, bin, flag string) bool {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, _ := exec.CommandContext(ctx, bin, "--help").CombinedOutput() // --help may exit non-zero
-	return strings.Contains(string(out), flag)
 }
 
 // startProcCluster starts three hutch processes with data directories and
 // returns once one of them leads.
 func startProcCluster(tb testing.TB) *procCluster {
 	tb.Helper()
-	e := &ensemble{tb: tb, bin: realzk.BuildHutch(tb), base: tb.TempDir()}
+	e := newEnsemble(tb)
+	e.extraArgs = []string{"--tick-time", "500ms", "--election-timeout", "1s"}
 	c := &procCluster{ensemble: e, paused: make(map[int]bool)}
 	var routes []faultnet.Route
 	for i := 1; i <= 3; i++ {
@@ -68,39 +49,17 @@ func startProcCluster(tb testing.TB) *procCluster {
 		e.nodes = append(e.nodes, nd)
 		routes = append(routes, faultnet.Route{Node: strconv.Itoa(i), IP: ip, Target: nd.raftAddr})
 	}
-	advertised := make([]string, len(e.nodes))
-	for i, nd := range e.nodes {
-		advertised[i] = nd.raftAddr
-	}
-	if binarySupports(tb, e.bin, "--"+peerSwitchFlag) {
-		c.sw = faultnet.StartSwitch(tb, routes)
-		for i := range e.nodes {
-			advertised[i] = c.sw.Front(strconv.Itoa(i + 1))
-		}
-		c.secretFile = filepath.Join(e.base, "peer-secret")
-		if err := os.WriteFile(c.secretFile, []byte(rand.Text()+"\n"), 0o600); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	c.sw = faultnet.StartSwitch(tb, routes)
 	var peers []string
-	for i, a := range advertised {
-		peers = append(peers, fmt.Sprintf("%d=%s", i+1, a))
+	for i := range e.nodes {
+		peers = append(peers, fmt.Sprintf("%d=%s", i+1, c.sw.Front(strconv.Itoa(i+1))))
 	}
 	e.peers = strings.Join(peers, ",")
 	// Cleanups run last-registered first: continue any stopped process,
 	// then stop them all by pid.
 	tb.Cleanup(e.stopAll)
 	tb.Cleanup(c.continueAll)
-
-	errs := make([]error, len(e.nodes))
-	var wg sync.WaitGroup
-	for i, nd := range e.nodes {
-		wg.Go(func() { errs[i] = c.launch(nd) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		tb.Fatal(err)
-	}
+	e.startNodes(e.nodes...)
 	deadline := time.Now().Add(30 * time.Second)
 	for c.Leader() < 0 {
 		if time.Now().After(deadline) {
@@ -109,78 +68,6 @@ func startProcCluster(tb testing.TB) *procCluster {
 		time.Sleep(50 * time.Millisecond) // polling other processes
 	}
 	return c
-}
-
-// hutchArgs is node nd's command line. It is written for the ensemble
-// command line with the advertise/listen split: --peers gives the address
-// the other nodes dial (the switch's front when partitions are on),
-// --raft-listen where the node really listens, and the node binds its
-// outgoing peer connections to that IP. A binary without the split gets
-// the real addresses in --peers and no secret file.
-func (c *procCluster) hutchArgs(nd *node) []string {
-	args := []string{
-		"--id", strconv.Itoa(nd.id),
-		"--listen", nd.clientAddr,
-		"--raft-listen", nd.raftAddr,
-		"--peers", c.peers,
-		"--data-dir", nd.dataDir,
-		"--tick-time", "500ms",
-		"--election-timeout", "1s",
-		"--admin-listen", nd.adminAddr,
-		"--max-client-conns", "0",
-	}
-	if c.secretFile != "" {
-		args = append(args, "--"+peerSwitchFlag, c.secretFile)
-	}
-	return args
-}
-
-// launch starts a new incarnation of nd and waits until it answers imok.
-func (c *procCluster) launch(nd *node) error {
-	nd.mu.Lock()
-	nd.incarnation++
-	logFile := filepath.Join(c.base, fmt.Sprintf("node%d.%d.log", nd.id, nd.incarnation))
-	nd.mu.Unlock()
-	out, err := os.Create(logFile)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(c.bin, c.hutchArgs(nd)...)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
-	out.Close() // the child holds its own copy
-	if err != nil {
-		return fmt.Errorf("node %d: %w", nd.id, err)
-	}
-	p := &process{pid: cmd.Process.Pid, logFile: logFile, exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(p.exited)
-	}()
-	nd.mu.Lock()
-	nd.proc = p
-	nd.mu.Unlock()
-	return awaitImok(nd, p)
-}
-
-// awaitImok polls ruok until the process answers imok, exits, or
-// readyTimeout passes.
-func awaitImok(nd *node, p *process) error {
-	deadline := time.Now().Add(readyTimeout)
-	for attempt := 0; ; attempt++ {
-		if reply, err := realzk.FourLetterWord(nd.clientAddr, "ruok", time.Second); err == nil && reply == "imok" {
-			return nil
-		}
-		select {
-		case <-p.exited:
-			return fmt.Errorf("node %d (pid %d) exited before answering imok; log:\n%s", nd.id, p.pid, tail(p.logFile))
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("node %d (pid %d) not imok after %v; log:\n%s", nd.id, p.pid, readyTimeout, tail(p.logFile))
-		}
-	}
 }
 
 // running returns node i's live process, or an error.
@@ -261,7 +148,7 @@ func (c *procCluster) Restart(i int) error {
 	if _, _, err := c.running(i); err == nil {
 		return fmt.Errorf("node %d is running", i+1)
 	}
-	return c.launch(c.nodes[i])
+	return c.start(c.nodes[i])
 }
 
 // Pause stops node i's process with SIGSTOP.
@@ -300,9 +187,6 @@ func (c *procCluster) Resume(i int) error {
 
 // Isolate pauses every link between node i and the others at the switch.
 func (c *procCluster) Isolate(i int) error {
-	if c.sw == nil {
-		return nemesis.ErrUnsupported
-	}
 	var others []string
 	for j := range c.nodes {
 		if j != i {
@@ -315,9 +199,7 @@ func (c *procCluster) Isolate(i int) error {
 
 // Heal resumes every link.
 func (c *procCluster) Heal() error {
-	if c.sw != nil {
-		c.sw.Heal()
-	}
+	c.sw.Heal()
 	return nil
 }
 

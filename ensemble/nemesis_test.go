@@ -22,9 +22,6 @@ var (
 // fails if any of ZooKeeper's guarantees the nemesis checks is broken.
 func TestEnsembleNemesis(t *testing.T) {
 	c := startProcCluster(t)
-	if c.sw == nil {
-		t.Logf("hutch --help lists no --%s: nodes advertise their own listeners, so partitions are left out", peerSwitchFlag)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(*nemesisFaults)*time.Minute+5*time.Minute)
 	defer cancel()
 	rep, err := nemesis.Run(ctx, c, nemesis.Config{

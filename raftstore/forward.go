@@ -185,8 +185,16 @@ func (fc *fwdConn) roundTrip(ctx context.Context, deadline time.Time, kind byte,
 }
 
 // handleForward serves one inbound forwarding connection until it fails or
-// the store closes. It runs on the mux's routing goroutine.
+// the store closes. It runs on the mux's routing goroutine. A peer may
+// connect while this node is still starting (replaying its log); its
+// frames wait until Raft is up.
 func (s *Store) handleForward(c net.Conn) {
+	select {
+	case <-s.ready:
+	case <-s.stop:
+		c.Close()
+		return
+	}
 	s.fwdMu.Lock()
 	if s.closed || len(s.inbound) >= maxForwardConns {
 		full := !s.closed

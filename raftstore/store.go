@@ -197,6 +197,7 @@ type Store struct {
 	handlers sync.WaitGroup // inbound forwarding handlers
 
 	pushCh  chan struct{}  // pushCommits has work; capacity 1
+	ready   chan struct{}  // closed once raft exists: forwarding may be served
 	stop    chan struct{}  // closed by Close
 	pushing sync.WaitGroup // the pushCommits goroutine
 }
@@ -216,7 +217,7 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{cfg: cfg, log: cfg.Logger, db: db, inbound: make(map[net.Conn]struct{}),
-		fsm: &fsm{db: db, log: cfg.Logger}, pushCh: make(chan struct{}, 1), stop: make(chan struct{})}
+		fsm: &fsm{db: db, log: cfg.Logger}, pushCh: make(chan struct{}, 1), ready: make(chan struct{}), stop: make(chan struct{})}
 	s.fsm.onApplied = s.wantPush
 
 	ln, err := net.Listen("tcp", cfg.RaftAddr)
@@ -245,7 +246,7 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
 	} else {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-			s.closeStores()
+			s.abandon()
 			return nil, err
 		}
 		s.bolt, err = raftboltdb.New(raftboltdb.Options{
@@ -255,7 +256,7 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 			BoltOptions: &bbolt.Options{NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
 		})
 		if err != nil {
-			s.closeStores()
+			s.abandon()
 			return nil, err
 		}
 		stable = s.bolt
@@ -263,7 +264,7 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 			snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, newHCLogger(s.log, "raft-snap"))
 		}
 		if err != nil {
-			s.closeStores()
+			s.abandon()
 			return nil, err
 		}
 	}
@@ -287,11 +288,13 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 
 	s.raft, err = raft.NewRaft(rc, s.fsm, logs, stable, snaps, s.trans)
 	if err != nil {
-		s.closeStores()
+		s.abandon()
 		return nil, err
 	}
-	// From here on a snapshot replaces the state under live clients.
+	// From here on a snapshot replaces the state under live clients, and
+	// peers' forwarded frames can be served.
 	s.fsm.serving.Store(true)
+	close(s.ready)
 
 	s.pushing.Add(1)
 	go s.pushCommits()
@@ -576,6 +579,13 @@ func (s *Store) Close() error {
 		err = cerr
 	}
 	return err
+}
+
+// abandon undoes a failed Open: it stops whatever waits for Raft, then
+// closes the transport and stores.
+func (s *Store) abandon() {
+	close(s.stop)
+	s.closeStores()
 }
 
 // closeStores closes the transport (and with it the listener) and the

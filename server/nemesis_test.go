@@ -1,0 +1,212 @@
+package server
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hutchzk/hutch/clock"
+	"github.com/hutchzk/hutch/internal/faultnet"
+	"github.com/hutchzk/hutch/internal/nemesis"
+	"github.com/hutchzk/hutch/internal/realzk"
+	"github.com/hutchzk/hutch/raftstore"
+)
+
+var (
+	inprocFaults = flag.Int("nemesis.faults", 6, "faults TestClusterNemesis injects (100 or more for a long run)")
+	inprocSeed   = flag.Uint64("nemesis.seed", 0, "fault schedule seed for TestClusterNemesis (0: from the clock, logged)")
+)
+
+// inprocCluster is three hutch nodes in this process, each with its own
+// data directory, clock and faultnet dialer, driven by the nemesis. It can
+// do what a cluster of processes cannot, shift one node's clock, and
+// cannot freeze a node (Pause is unsupported): the process nemesis in
+// package ensemble covers that.
+type inprocCluster struct {
+	tb      testing.TB
+	network *faultnet.Network
+
+	mu    sync.Mutex // guards nodes' servers
+	nodes []*inprocNode
+}
+
+type inprocNode struct {
+	cfg   Config // fixed addresses and data directory, reused on restart
+	clock *clock.Offset
+	srv   *Server // nil while killed
+}
+
+func startInprocCluster(tb testing.TB, tick time.Duration) *inprocCluster {
+	tb.Helper()
+	c := &inprocCluster{tb: tb, network: faultnet.New()}
+	const n = 3
+	peers := make(map[uint64]string, n)
+	for id := uint64(1); id <= n; id++ {
+		peers[id] = fmt.Sprintf("127.0.0.1:%d", realzk.FreePort(tb))
+	}
+	base := tb.TempDir()
+	for i := range n {
+		id := uint64(i + 1)
+		off := clock.NewOffset(clock.System, 0)
+		c.nodes = append(c.nodes, &inprocNode{clock: off, cfg: Config{
+			ListenAddr:          fmt.Sprintf("127.0.0.1:%d", realzk.FreePort(tb)),
+			TickTime:            tick,
+			MaxClientConnsPerIP: -1,
+			Clock:               off,
+			Logger:              testLogger(),
+			Raft: &raftstore.Config{NodeID: id, RaftAddr: peers[id], Peers: peers,
+				DataDir: filepath.Join(base, fmt.Sprint(id)), Secret: []byte("in-process nemesis secret"),
+				Dial: c.network.Dialer(peers[id])},
+		}})
+	}
+	for i := range c.nodes {
+		if err := c.Restart(i); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	tb.Cleanup(func() {
+		for i := range c.nodes {
+			_ = c.Kill(i)
+		}
+	})
+	waitFor(tb, 20*time.Second, "a leader", func() bool { return c.Leader() >= 0 })
+	return c
+}
+
+func (c *inprocCluster) server(i int) *Server {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[i].srv
+}
+
+func (c *inprocCluster) Size() int { return len(c.nodes) }
+
+func (c *inprocCluster) ClientAddrs() []string {
+	out := make([]string, len(c.nodes))
+	for i, nd := range c.nodes {
+		out[i] = nd.cfg.ListenAddr
+	}
+	return out
+}
+
+func (c *inprocCluster) Leader() int {
+	leader := -1
+	for i := range c.nodes {
+		if s := c.server(i); s != nil && s.Mode() == "leader" {
+			if leader >= 0 {
+				return -1
+			}
+			leader = i
+		}
+	}
+	return leader
+}
+
+// Kill closes the node without closing its sessions: to the others it is
+// a crash.
+func (c *inprocCluster) Kill(i int) error {
+	c.mu.Lock()
+	s := c.nodes[i].srv
+	c.nodes[i].srv = nil
+	c.mu.Unlock()
+	if s != nil {
+		return s.Close()
+	}
+	return nil
+}
+
+// Restart starts the node again from its data directory, on the same
+// addresses.
+func (c *inprocCluster) Restart(i int) error {
+	nd := c.nodes[i]
+	cfg := nd.cfg
+	rc := *cfg.Raft
+	cfg.Raft = &rc
+	s := New(cfg)
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		// The old listeners may take a moment to let go of their ports.
+		if err = s.Start(); err == nil {
+			break
+		}
+		s = New(cfg)
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("restart node %d: %w", i+1, err)
+	}
+	c.mu.Lock()
+	nd.srv = s
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *inprocCluster) Pause(int) error  { return nemesis.ErrUnsupported }
+func (c *inprocCluster) Resume(int) error { return nemesis.ErrUnsupported }
+
+// Isolate silently drops every link between node i and the others.
+func (c *inprocCluster) Isolate(i int) error {
+	var others []string
+	for j, nd := range c.nodes {
+		if j != i {
+			others = append(others, nd.cfg.Raft.RaftAddr)
+		}
+	}
+	c.network.Drop(c.nodes[i].cfg.Raft.RaftAddr, others...)
+	return nil
+}
+
+func (c *inprocCluster) Heal() error {
+	c.network.Heal()
+	return nil
+}
+
+func (c *inprocCluster) Skew(i int, offset time.Duration) error {
+	c.nodes[i].clock.Set(offset)
+	return nil
+}
+
+func (c *inprocCluster) Digests() ([]string, error) {
+	out := make([]string, len(c.nodes))
+	for i := range c.nodes {
+		s := c.server(i)
+		if s == nil {
+			return nil, fmt.Errorf("node %d is down", i+1)
+		}
+		d, z := s.Digest()
+		out[i] = fmt.Sprintf("%016x@%d", d, z)
+	}
+	return out, nil
+}
+
+// TestClusterNemesis runs the nemesis against three in-process nodes:
+// crash and restart from the data directory, silent partitions, leader
+// kills during session churn, and clock skew (one node's clock an hour
+// off, ahead or behind, for a while), under the same workloads and checks
+// as the process nemesis.
+func TestClusterNemesis(t *testing.T) {
+	c := startInprocCluster(t, 500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(*inprocFaults)*time.Minute+5*time.Minute)
+	defer cancel()
+	rep, err := nemesis.Run(ctx, c, nemesis.Config{
+		Seed:           *inprocSeed,
+		Faults:         *inprocFaults,
+		SessionTimeout: 4 * time.Second,
+		PartitionFor:   3 * time.Second,
+		SkewBy:         time.Hour,
+		SkewFor:        3 * time.Second,
+		ArtifactDir:    t.TempDir(),
+		Logf:           t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", rep)
+	if err := rep.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
