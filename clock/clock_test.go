@@ -116,8 +116,8 @@ func TestFakeJumpFiresLate(t *testing.T) {
 	f.Jump(5 * time.Second)
 	select {
 	case at := <-due.C():
-		if !at.Equal(t0.Add(5 * time.Second)) {
-			t.Fatalf("fired with %v, want the time after the jump", at)
+		if !at.Equal(t0.Add(time.Second)) || !f.Now().Equal(t0.Add(5*time.Second)) {
+			t.Fatalf("fired with %v at %v, want its deadline, the clock after the jump", at, f.Now())
 		}
 	default:
 		t.Fatal("due timer did not fire")

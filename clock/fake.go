@@ -63,8 +63,9 @@ func (f *Fake) Advance(d time.Duration) {
 
 // Jump moves the clock forward by d at once, as a process stopped for d
 // (by a signal, a pause, a starved machine) sees it when it runs again:
-// every timer due by then fires late, with the new time, not with its
-// deadline.
+// every timer due by then fires together, late, after the clock has
+// moved. Like Go's timers, each still sends its deadline, not the time it
+// fired; only the clock shows how late it is.
 func (f *Fake) Jump(d time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -76,7 +77,7 @@ func (f *Fake) Jump(d time.Duration) {
 			continue
 		}
 		select {
-		case t.c <- f.now:
+		case t.c <- t.at:
 		default:
 		}
 	}

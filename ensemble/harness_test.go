@@ -1,6 +1,7 @@
 package ensemble
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hutchzk/hutch/internal/nemesis"
 	"github.com/hutchzk/hutch/internal/realzk"
 )
 
@@ -103,6 +105,14 @@ func startEnsemble(tb testing.TB, n int) *ensemble {
 func newEnsemble(tb testing.TB) *ensemble {
 	tb.Helper()
 	e := &ensemble{tb: tb, bin: realzk.BuildHutch(tb), base: tb.TempDir()}
+	if keep := os.Getenv("HUTCH_KEEP_LOGS"); keep != "" {
+		// Node logs and data outlive the test there, for a post-mortem.
+		e.base = filepath.Join(keep, fmt.Sprintf("%s-%d", strings.ReplaceAll(tb.Name(), "/", "_"), time.Now().UnixNano()))
+		if err := os.MkdirAll(e.base, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		tb.Logf("keeping node logs and data in %s", e.base)
+	}
 	e.secretFile = filepath.Join(e.base, "peer-secret")
 	if err := os.WriteFile(e.secretFile, []byte(rand.Text()), 0o600); err != nil {
 		tb.Fatal(err)
@@ -385,22 +395,14 @@ func (e *ensemble) waitWritable(c *zk.Conn, p string, limit time.Duration) time.
 	return 0
 }
 
-var errTimeout = errors.New("timed out")
+// errTimeout is within's error when f did not return in time.
+var errTimeout = nemesis.ErrGaveUp
 
 // within runs f and returns its error, or errTimeout after d. go-zookeeper
 // calls have no deadline of their own: one queued while no server
 // answers waits for the session to end.
 func within(d time.Duration, f func() error) error {
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-t.C:
-		return errTimeout
-	}
+	return nemesis.Call(context.Background(), d, f)
 }
 
 func tail(path string) string {

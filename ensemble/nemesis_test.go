@@ -1,7 +1,6 @@
 package ensemble
 
 import (
-	"context"
 	"flag"
 	"testing"
 	"time"
@@ -22,22 +21,11 @@ var (
 // fails if any of ZooKeeper's guarantees the nemesis checks is broken.
 func TestEnsembleNemesis(t *testing.T) {
 	c := startProcCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(*nemesisFaults)*time.Minute+5*time.Minute)
-	defer cancel()
-	rep, err := nemesis.Run(ctx, c, nemesis.Config{
+	nemesis.Check(t, c, nemesis.Config{
 		Seed:           *nemesisSeed,
 		Faults:         *nemesisFaults,
 		SessionTimeout: 4 * time.Second,
 		PauseFor:       5 * time.Second,
 		PartitionFor:   3 * time.Second,
-		ArtifactDir:    t.TempDir(),
-		Logf:           t.Logf,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", rep)
-	if err := rep.Err(); err != nil {
-		t.Fatal(err)
-	}
 }

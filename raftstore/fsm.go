@@ -37,6 +37,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 		f.log.Error("raftstore: skipping undecodable log entry", "index", l.Index, "err", err)
 		b = zkdb.Batch{}
 	}
+	b.Term = l.Term
 	f.db.Apply(b, l.Index)
 	if len(b.Commands) > 0 && f.onApplied != nil {
 		f.onApplied()

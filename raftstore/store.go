@@ -506,7 +506,12 @@ func (s *Store) leaderIndex(ctx context.Context) (uint64, error) {
 		if s.IsLeader() {
 			idx, err = s.syncIndex()
 		} else {
-			idx, err = s.call(ctx, frameIndex, nil)
+			// One try at a time, so a leader that went silent (a
+			// partition that drops traffic) is given up on and the next
+			// one asked.
+			try, cancel := context.WithTimeout(ctx, s.cfg.ForwardTimeout)
+			idx, err = s.call(try, frameIndex, nil)
+			cancel()
 		}
 		if err == nil {
 			return idx, nil

@@ -179,6 +179,9 @@ func (t *pendingTable) failAll() {
 	}
 }
 
+// localTerm is the one leadership term of a single node.
+const localTerm = 1
+
 // localCommitter serves a single in-memory node: it applies batches of
 // proposals to the DB itself, stamped with its clock.
 type localCommitter struct {
@@ -217,7 +220,7 @@ func (c *localCommitter) run(ctx context.Context) {
 			c.add(p, now)
 			cmds = append(cmds, p.cmd)
 		}
-		c.s.db.Apply(zkdb.Batch{Time: now.UnixMilli(), Commands: cmds}, c.s.db.Applied()+1)
+		c.s.db.Apply(zkdb.Batch{Time: now.UnixMilli(), Commands: cmds, Term: localTerm}, c.s.db.Applied()+1)
 		clear(batch)
 		clear(cmds)
 	}

@@ -148,10 +148,10 @@ func TestClusterFailoverKeepsLiveSessions(t *testing.T) {
 }
 
 // TestClusterMovedSessionStaleWrite is the stale-write regression: a
-// setData sent through node A is held up (A is cut off and keeps retrying
-// its forward), the client gives up on A, re-attaches its session on node
-// B and writes again there, acknowledged; then A's link heals and the
-// first write reaches the leader. ZooKeeper refuses it (SESSIONMOVED): the
+// setData sent through node A is held up (A's links are silently dropped,
+// so its forward hangs in the network), the client gives up on A,
+// re-attaches its session on node B and writes again there, acknowledged;
+// then A's links heal and the first write reaches the leader. ZooKeeper refuses it (SESSIONMOVED): the
 // session belongs to B's connection now. Before the fix it committed after
 // the newer write and won.
 func TestClusterMovedSessionStaleWrite(t *testing.T) {
@@ -176,7 +176,7 @@ func TestClusterMovedSessionStaleWrite(t *testing.T) {
 		t.Fatalf("create: %v", h.Err)
 	}
 
-	network.Isolate(a.cfg.Raft.RaftAddr, leader.cfg.Raft.RaftAddr, b.cfg.Raft.RaftAddr)
+	network.Drop(a.cfg.Raft.RaftAddr, leader.cfg.Raft.RaftAddr, b.cfg.Raft.RaftAddr)
 	first.send(2, wire.OpSetData, &wire.SetDataRequest{Path: "/x", Data: []byte("first"), Version: -1})
 	_ = first.nc.Close() // the client gives up on A
 

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"path/filepath"
@@ -190,23 +189,12 @@ func (c *inprocCluster) Digests() ([]string, error) {
 // as the process nemesis.
 func TestClusterNemesis(t *testing.T) {
 	c := startInprocCluster(t, 500*time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(*inprocFaults)*time.Minute+5*time.Minute)
-	defer cancel()
-	rep, err := nemesis.Run(ctx, c, nemesis.Config{
+	nemesis.Check(t, c, nemesis.Config{
 		Seed:           *inprocSeed,
 		Faults:         *inprocFaults,
 		SessionTimeout: 4 * time.Second,
 		PartitionFor:   3 * time.Second,
 		SkewBy:         time.Hour,
 		SkewFor:        3 * time.Second,
-		ArtifactDir:    t.TempDir(),
-		Logf:           t.Logf,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", rep)
-	if err := rep.Err(); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -233,6 +233,9 @@ func (c *raftCommitter) watchLeadership(ctx context.Context) {
 
 		if !c.store.IsLeader() {
 			if c.ready.Swap(0) != 0 {
+				// Forget the sessions this node was closing: whether
+				// those closes hold is the next leader's business.
+				c.s.db.ResetTimers(c.s.clock.Now())
 				c.s.log.Info("raft leadership lost", "node", c.cfg.NodeID)
 			}
 			continue
@@ -290,15 +293,7 @@ func (c *raftCommitter) touched(id int64) {
 // that fails is carried into the next one.
 func (c *raftCommitter) reportTouches(ctx context.Context) {
 	every := c.s.cfg.TickTime / 2
-	timer := c.s.clock.NewTimer(every)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C():
-		}
-		timer.Reset(every)
+	c.s.repeat(ctx, every, func() {
 		c.touchMu.Lock()
 		ids := make([]int64, 0, len(c.touchSet))
 		for id := range c.touchSet {
@@ -307,7 +302,7 @@ func (c *raftCommitter) reportTouches(ctx context.Context) {
 		clear(c.touchSet)
 		c.touchMu.Unlock()
 		if len(ids) == 0 {
-			continue
+			return
 		}
 		callCtx, cancel := context.WithTimeout(ctx, max(every, 100*time.Millisecond))
 		err := c.store.ReportTouches(callCtx, ids)
@@ -318,25 +313,17 @@ func (c *raftCommitter) reportTouches(ctx context.Context) {
 				c.touched(id)
 			}
 		}
-	}
+	})
 }
 
 // sweep gives up on proposals that have waited proposalTimeout.
 func (c *raftCommitter) sweep(ctx context.Context) {
-	timer := c.s.clock.NewTimer(time.Second)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C():
-		}
-		timer.Reset(time.Second)
+	c.s.repeat(ctx, time.Second, func() {
 		cutoff := c.s.clock.Now().Add(-proposalTimeout)
 		for _, seq := range c.selectSeqs(func(_ uint64, p *proposal) bool { return p.since.Before(cutoff) }) {
 			c.fail(seq)
 		}
-	}
+	})
 }
 
 // catchUp waits until this node has applied every write the leader had

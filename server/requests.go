@@ -27,7 +27,7 @@ func (c *conn) handle(frame []byte) bool {
 		c.reply(wire.XidPing, c.lastZxid(), nil, nil)
 		return true
 	case wire.OpCloseSession:
-		p := s.closeSession(c.sessionID.Load(), c, h.Xid)
+		p := s.closeSession(c.sessionID.Load(), c, h.Xid, 0)
 		if p != nil {
 			s.await(p)
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"time"
 
 	"github.com/hutchzk/hutch/session"
@@ -23,7 +24,11 @@ func (c *conn) connect(req *wire.ConnectRequest) bool {
 		// leader. The client must see that write, or a lock recipe that
 		// looks for its own node after a connection loss would miss it and
 		// queue twice.
-		if err := s.commit.catchUp(s.ctx); err != nil {
+		// No longer than the session could live without us.
+		ctx, cancel := context.WithTimeout(s.ctx, timeout)
+		err := s.commit.catchUp(ctx)
+		cancel()
+		if err != nil {
 			s.log.Info("refusing re-attach: cannot catch up with the leader", "session", req.SessionID, "ip", c.ip, "err", err)
 			return false
 		}
@@ -127,8 +132,11 @@ func (c *conn) touch() bool {
 
 // stallGrace is how late the expiry loop may wake before the server
 // concludes it was held up (stopped, paused, starved) and gives that time
-// back to every session.
-const stallGrace = 50 * time.Millisecond
+// back to every session: half a tick. A shorter stall cannot make a
+// healthy session overdue (clients ping every third of a timeout, and a
+// timeout is at least two ticks), and a fake clock moved in half-tick
+// steps never looks like one.
+func (s *Server) stallGrace() time.Duration { return s.cfg.TickTime / 2 }
 
 // expiryLoop closes sessions when their bucket's time comes. It sleeps until
 // the earliest bucket (at most a tick, since a new session's bucket is always
@@ -155,10 +163,10 @@ func (s *Server) expiryLoop() {
 		select {
 		case <-s.ctx.Done():
 			return
-		case fired := <-timer.C():
-			// A system timer reports when it really fired; a fake one its
-			// deadline.
-			if late := fired.Sub(planned); late > stallGrace {
+		case <-timer.C():
+			// The time the timer sends is its deadline, however late it
+			// fired; the clock says how late that was.
+			if late := s.clock.Now().Sub(planned); late > s.stallGrace() {
 				s.log.Warn("expiry was held up; extending every session by the delay", "delay", late)
 				s.db.ShiftTimers(late)
 			}
@@ -171,22 +179,24 @@ func (s *Server) expiryLoop() {
 // server's clock, if this node owns expiry: the single node always, a Raft
 // node while it leads (having first given every session a full timeout).
 func (s *Server) expireSessions() {
-	if _, ok := s.commit.leading(); !ok {
+	term, ok := s.commit.leading()
+	if !ok {
 		return
 	}
 	for _, id := range s.db.ExpireSessions(s.clock.Now()) {
 		s.log.Info("session expired", "session", id)
-		s.closeSession(id, nil, 0)
+		s.closeSession(id, nil, 0, term)
 	}
 }
 
 // closeSession removes a session and its ephemerals in one transaction;
 // applying it closes the connection attached to the session. origin, when
 // set, is the connection that asked (it gets the reply); otherwise the
-// session expired and the command speaks for no connection.
-func (s *Server) closeSession(id int64, origin *conn, xid int32) *proposal {
+// session expired, the command speaks for no connection, and it holds only
+// in the leadership term that decided it.
+func (s *Server) closeSession(id int64, origin *conn, xid int32, term uint64) *proposal {
 	p := &proposal{
-		cmd:  zkdb.Command{Kind: zkdb.KindTxn, Txn: tree.Txn{Session: id, Op: wire.OpCloseSession}},
+		cmd:  zkdb.Command{Kind: zkdb.KindTxn, Term: term, Txn: tree.Txn{Session: id, Op: wire.OpCloseSession}},
 		conn: origin,
 		xid:  xid,
 		applied: func(p *proposal, e *zkdb.Effects) {
@@ -207,16 +217,21 @@ func (s *Server) closeSession(id int64, origin *conn, xid int32) *proposal {
 // cleanupLoop deletes empty containers and expired TTL nodes, as ZooKeeper's
 // ContainerManager does, through ordinary transactions.
 func (s *Server) cleanupLoop() {
-	timer := s.clock.NewTimer(s.cfg.ContainerCheckInterval)
+	s.repeat(s.ctx, s.cfg.ContainerCheckInterval, s.cleanupContainers)
+}
+
+// repeat calls f every d, by the server's clock, until ctx ends.
+func (s *Server) repeat(ctx context.Context, d time.Duration, f func()) {
+	timer := s.clock.NewTimer(d)
 	defer timer.Stop()
 	for {
 		select {
-		case <-s.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-timer.C():
 		}
-		s.cleanupContainers()
-		timer.Reset(s.cfg.ContainerCheckInterval)
+		f()
+		timer.Reset(d)
 	}
 }
 
@@ -225,13 +240,14 @@ func (s *Server) cleanupLoop() {
 // checks again, when it applies, that its node is still due by the log's
 // own time, so the leader's clock decides only when to look.
 func (s *Server) cleanupContainers() {
-	if _, ok := s.commit.leading(); !ok {
+	term, ok := s.commit.leading()
+	if !ok {
 		return
 	}
 	paths := s.db.ExpiryCandidates(s.clock.Now().UnixMilli())
 	var last *proposal
 	for _, path := range paths {
-		p := &proposal{cmd: zkdb.Command{Kind: zkdb.KindTxn,
+		p := &proposal{cmd: zkdb.Command{Kind: zkdb.KindTxn, Term: term,
 			Txn: tree.Txn{Op: wire.OpDeleteContainer, Req: &wire.PathRequest{Path: path}}}}
 		if !s.submit(p) {
 			return

@@ -17,7 +17,7 @@ import (
 //	         | 0x02 varint(time) commands
 //	commands = uvarint(count) command*
 //	command  = uvarint(origin) uvarint(seq) varint(conn) uvarint(order)
-//	           byte(kind) varint(session) varint(timeout)
+//	           byte(kind) uvarint(term) varint(session) varint(timeout)
 //	           uvarint(nauth) (str(scheme) str(id))* varint(op) body
 //	body     = uvarint(0) for no request | uvarint(len+1) jute(request)
 //	str      = uvarint(len) bytes
@@ -39,7 +39,7 @@ var ErrCorrupt = errors.New("zkdb: corrupt command encoding")
 
 // minCommandSize is the fewest bytes a command takes (one per field); it
 // bounds the count a batch may claim.
-const minCommandSize = 10
+const minCommandSize = 11
 
 var encoderPool = sync.Pool{New: func() any { return new(wire.Encoder) }}
 
@@ -55,6 +55,7 @@ func AppendCommands(dst []byte, cmds []Command) ([]byte, error) {
 		dst = binary.AppendVarint(dst, c.Conn)
 		dst = binary.AppendUvarint(dst, c.Order)
 		dst = append(dst, byte(c.Kind))
+		dst = binary.AppendUvarint(dst, c.Term)
 		dst = binary.AppendVarint(dst, c.Txn.Session)
 		dst = binary.AppendVarint(dst, int64(c.Timeout))
 		dst = binary.AppendUvarint(dst, uint64(len(c.Txn.Auth)))
@@ -138,6 +139,7 @@ func decodeCommands(r *reader) ([]Command, error) {
 		c.Conn = r.varint()
 		c.Order = r.uvarint()
 		c.Kind = Kind(r.byte())
+		c.Term = r.uvarint()
 		c.Txn.Session = r.varint()
 		timeout := r.varint()
 		if timeout < -1<<31 || timeout >= 1<<31 {

@@ -40,6 +40,12 @@ type Command struct {
 	// Timeout is the session timeout, in milliseconds, a KindAttach
 	// command negotiated.
 	Timeout int32
+	// Term, when not 0, is the leadership term in which the leader decided
+	// this command on its own (an expiry, a cleanup): it applies only from
+	// a log entry of that term. A leader deposed meanwhile may still hand
+	// the command on, but its decision no longer holds: the new leader
+	// has started every session afresh and looks at the tree itself.
+	Term uint64
 }
 
 // Batch is one log entry: commands applied together, stamped with one time
@@ -47,6 +53,8 @@ type Command struct {
 type Batch struct {
 	Time     int64 // ms since the epoch
 	Commands []Command
+	// Term is the leadership term of the log entry (1 on a single node).
+	Term uint64
 }
 
 // Errors of commands refused before they reach the tree.
@@ -60,4 +68,7 @@ var (
 	// its connection, which was lost: committing it would reorder the
 	// connection's writes. The connection must be dropped.
 	ErrOutOfOrder = errors.New("zkdb: an earlier write of this connection was lost")
+	// ErrStaleDecision refuses a command a leader decided on its own in a
+	// term that is over (see Command.Term).
+	ErrStaleDecision = errors.New("zkdb: decided by a leader of another term")
 )

@@ -135,11 +135,11 @@ func (d *DB) Apply(b Batch, index uint64) {
 	d.lastTime = max(d.lastTime, b.Time)
 	now := d.clock.Now()
 	for i := range b.Commands {
-		d.applyLocked(&b.Commands[i], now)
+		d.applyLocked(&b.Commands[i], b.Term, now)
 	}
 }
 
-func (d *DB) applyLocked(c *Command, now time.Time) {
+func (d *DB) applyLocked(c *Command, term uint64, now time.Time) {
 	e := Effects{Command: c}
 	id := c.Txn.Session
 	if c.Kind == KindAttach {
@@ -163,7 +163,7 @@ func (d *DB) applyLocked(c *Command, now time.Time) {
 
 	txn := &c.Txn
 	txn.Zxid, txn.Time = d.tree.LastZxid()+1, d.lastTime
-	if err := d.admit(c); err != nil {
+	if err := d.admit(c, term); err != nil {
 		d.tree.ConsumeZxid(txn.Zxid)
 		e.Result.Err = err
 		d.sink.Applied(&e)
@@ -202,11 +202,14 @@ func (d *DB) applyLocked(c *Command, now time.Time) {
 	d.sink.Applied(&e)
 }
 
-// admit decides whether a client's command may apply now: its session must
-// exist, be owned by the command's connection, and expect this command
-// next. The server's own commands (Conn 0) and a session's creation are
-// always admitted.
-func (d *DB) admit(c *Command) error {
+// admit decides whether a command may apply now. A client's: its session
+// must exist, be owned by the command's connection, and expect this
+// command next (a session's creation is always admitted). The server's own
+// (Conn 0): if a leader decided it, only in that leader's term.
+func (d *DB) admit(c *Command, term uint64) error {
+	if c.Term != 0 && c.Term != term {
+		return ErrStaleDecision
+	}
 	if c.Conn == 0 || c.Txn.Op == wire.OpCreateSession {
 		return nil
 	}

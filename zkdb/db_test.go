@@ -287,3 +287,25 @@ func TestTimers(t *testing.T) {
 		t.Fatalf("expired %v after the shifted deadline, want both", got)
 	}
 }
+
+// TestLeaderDecisionsHoldOnlyInTheirTerm: an expiry or cleanup a leader
+// decided applies only from a log entry of its own term. A leader deposed
+// after deciding may hand the command to the next leader; it is refused.
+func TestLeaderDecisionsHoldOnlyInTheirTerm(t *testing.T) {
+	const sid = 0x0100000000000001
+	db, rec, _ := newDB(t)
+	db.Apply(Batch{Time: 1, Term: 3, Commands: []Command{createSession(sid, 5), write(sid, 5, 1, "/e")}}, 1)
+	expire := Command{Kind: KindTxn, Term: 3, Txn: tree.Txn{Session: sid, Op: wire.OpCloseSession}}
+	db.Apply(Batch{Time: 2, Term: 4, Commands: []Command{expire}}, 2)
+	if err := rec.last().Result.Err; !errors.Is(err, ErrStaleDecision) {
+		t.Fatalf("a term-3 expiry in a term-4 entry: %v", err)
+	}
+	if !exists(db, "/e") || db.LastZxid() != 3 {
+		t.Fatalf("the refused expiry closed the session (or took no zxid): zxid %d", db.LastZxid())
+	}
+	expire.Term = 4
+	db.Apply(Batch{Time: 3, Term: 4, Commands: []Command{expire}}, 3)
+	if err := rec.last().Result.Err; err != nil || exists(db, "/e") {
+		t.Fatalf("the term-4 expiry in its own term: %v, ephemeral still there: %v", err, exists(db, "/e"))
+	}
+}

@@ -215,7 +215,7 @@ func (r *runner) waitWritable(ctx context.Context, limit time.Duration) (time.Du
 	deadline := start.Add(limit)
 	p := r.cfg.Root + "/probe"
 	for attempt := 0; attempt < 10_000 && time.Now().Before(deadline); attempt++ {
-		err := call(ctx, min(r.cfg.OpTimeout, time.Until(deadline)), func() error {
+		err := Call(ctx, min(r.cfg.OpTimeout, time.Until(deadline)), func() error {
 			_, err := r.admin.conn.Set(p, fmt.Appendf(nil, "%d", attempt), -1)
 			return err
 		})

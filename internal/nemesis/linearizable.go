@@ -51,7 +51,7 @@ func (rw *registerWorkload) run(ctx context.Context, client int, s *zkSession, s
 		if rng.IntN(2) == 0 {
 			var data []byte
 			var st *zk.Stat
-			err := call(ctx, rw.cfg.OpTimeout, func() error {
+			err := Call(ctx, rw.cfg.OpTimeout, func() error {
 				if _, err := s.conn.Sync(p); err != nil {
 					return err
 				}
@@ -69,7 +69,7 @@ func (rw *registerWorkload) run(ctx context.Context, client int, s *zkSession, s
 		} else {
 			in := RegisterInput{Key: k, Write: true, Value: fmt.Sprintf("c%d-%d", client, n), Expect: seen[k]}
 			var st *zk.Stat
-			err := call(ctx, rw.cfg.OpTimeout, func() error {
+			err := Call(ctx, rw.cfg.OpTimeout, func() error {
 				var err error
 				st, err = s.conn.Set(p, []byte(in.Value), in.Expect)
 				return err

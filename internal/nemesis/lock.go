@@ -102,7 +102,7 @@ func (lc *lockClient) children(ctx context.Context) ([]string, error) {
 	var kids []string
 	var err error
 	for range maxLockRounds {
-		err = call(ctx, lc.w.cfg.OpTimeout, func() error {
+		err = Call(ctx, lc.w.cfg.OpTimeout, func() error {
 			if _, err := lc.s.conn.Sync(lc.w.dir); err != nil {
 				return err
 			}
@@ -134,7 +134,7 @@ func (lc *lockClient) acquire(ctx context.Context) error {
 		}
 		switch {
 		case len(mine) == 0:
-			err := call(ctx, lc.w.cfg.OpTimeout, func() error {
+			err := Call(ctx, lc.w.cfg.OpTimeout, func() error {
 				_, err := lc.s.conn.Create(lc.w.dir+"/"+lc.prefix+"lock-", nil, zk.FlagEphemeral|zk.FlagSequence, openACL)
 				return err
 			})
@@ -146,7 +146,7 @@ func (lc *lockClient) acquire(ctx context.Context) error {
 			// A create retried after a lost answer landed twice; keep
 			// the first, which holds the earlier place.
 			for _, i := range mine[1:] {
-				_ = call(ctx, lc.w.cfg.OpTimeout, func() error { return lc.s.conn.Delete(lc.w.dir+"/"+kids[i], -1) })
+				_ = Call(ctx, lc.w.cfg.OpTimeout, func() error { return lc.s.conn.Delete(lc.w.dir+"/"+kids[i], -1) })
 			}
 			continue
 		case mine[0] == 0:
@@ -155,7 +155,7 @@ func (lc *lockClient) acquire(ctx context.Context) error {
 		pred := lc.w.dir + "/" + kids[mine[0]-1]
 		var there bool
 		var ch <-chan zk.Event
-		err = call(ctx, lc.w.cfg.OpTimeout, func() error {
+		err = Call(ctx, lc.w.cfg.OpTimeout, func() error {
 			var err error
 			there, _, ch, err = lc.s.conn.ExistsW(pred)
 			return err
@@ -182,7 +182,7 @@ func (lc *lockClient) acquire(ctx context.Context) error {
 // readFence reads the fence after a sync.
 func (lc *lockClient) readFence(ctx context.Context) (value int, version int32, err error) {
 	for range maxLockRounds {
-		err = call(ctx, lc.w.cfg.OpTimeout, func() error {
+		err = Call(ctx, lc.w.cfg.OpTimeout, func() error {
 			if _, err := lc.s.conn.Sync(lc.w.fence); err != nil {
 				return err
 			}
@@ -232,7 +232,7 @@ func (lc *lockClient) increment(ctx context.Context) {
 				return
 			}
 		}
-		err = call(ctx, w.cfg.OpTimeout, func() error {
+		err = Call(ctx, w.cfg.OpTimeout, func() error {
 			_, err := lc.s.conn.Set(w.fence, []byte(strconv.Itoa(value+1)), version)
 			return err
 		})
@@ -273,7 +273,7 @@ func (lc *lockClient) release(ctx context.Context) error {
 			if !strings.HasPrefix(k, lc.prefix) {
 				continue
 			}
-			derr := call(ctx, lc.w.cfg.OpTimeout, func() error { return lc.s.conn.Delete(lc.w.dir+"/"+k, -1) })
+			derr := Call(ctx, lc.w.cfg.OpTimeout, func() error { return lc.s.conn.Delete(lc.w.dir+"/"+k, -1) })
 			if derr != nil && !errors.Is(derr, zk.ErrNoNode) {
 				err = derr
 			}

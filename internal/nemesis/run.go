@@ -134,7 +134,7 @@ func (r *runner) setup(ctx context.Context) error {
 	}
 	root := r.cfg.Root
 	var there bool
-	if err := call(ctx, r.cfg.OpTimeout, func() error {
+	if err := Call(ctx, r.cfg.OpTimeout, func() error {
 		var err error
 		there, _, err = r.admin.conn.Exists(root)
 		return err
@@ -167,7 +167,7 @@ func (r *runner) setup(ctx context.Context) error {
 func (r *runner) ensure(ctx context.Context, p, data string) error {
 	var err error
 	for range 50 {
-		err = call(ctx, r.cfg.OpTimeout, func() error {
+		err = Call(ctx, r.cfg.OpTimeout, func() error {
 			_, err := r.admin.conn.Create(p, []byte(data), 0, openACL)
 			return err
 		})
@@ -336,7 +336,7 @@ func (r *runner) countExpiry(e expiry, wrong bool) {
 func (r *runner) checkLock(ctx context.Context) {
 	rep, w := r.rep, r.lock
 	var value int
-	err := call(ctx, r.cfg.OpTimeout, func() error {
+	err := Call(ctx, r.cfg.OpTimeout, func() error {
 		if _, err := r.admin.conn.Sync(w.fence); err != nil {
 			return err
 		}
@@ -381,7 +381,7 @@ func (r *runner) checkPipelines(ctx context.Context) {
 		for gen := 0; gen <= gens; gen++ {
 			p := w.dirPath(gen)
 			var kids []string
-			err := call(ctx, r.cfg.OpTimeout, func() error {
+			err := Call(ctx, r.cfg.OpTimeout, func() error {
 				if _, err := r.admin.conn.Sync(p); err != nil {
 					return err
 				}

@@ -48,7 +48,7 @@ func createOnce(ctx context.Context, d time.Duration, s *zkSession, p string, fl
 	var err error
 	lost := false
 	for range 50 {
-		err = call(ctx, d, func() error {
+		err = Call(ctx, d, func() error {
 			_, err := s.conn.Create(p, nil, flags, openACL)
 			return err
 		})
@@ -57,7 +57,7 @@ func createOnce(ctx context.Context, d time.Duration, s *zkSession, p string, fl
 			return nil
 		case errors.Is(err, zk.ErrNodeExists) && lost:
 			var st *zk.Stat
-			if err := call(ctx, d, func() error {
+			if err := Call(ctx, d, func() error {
 				var err error
 				_, st, err = s.conn.Get(p)
 				return err
@@ -91,7 +91,7 @@ type liveResult struct {
 // for bound or longer may rightly have lost both.
 func (l *liveWorkload) check(ctx context.Context, admin *zkSession, d, bound time.Duration) liveResult {
 	res := liveResult{sessions: len(l.sessions)}
-	_ = call(ctx, d, func() error { _, err := admin.conn.Sync(l.dir); return err })
+	_ = Call(ctx, d, func() error { _, err := admin.conn.Sync(l.dir); return err })
 	for i, s := range l.sessions {
 		first := s.FirstID()
 		var why []string
@@ -116,7 +116,7 @@ func (l *liveWorkload) check(ctx context.Context, admin *zkSession, d, bound tim
 		}
 		var st *zk.Stat
 		var there bool
-		err := call(ctx, d, func() error {
+		err := Call(ctx, d, func() error {
 			var err error
 			there, st, err = admin.conn.Exists(l.paths[i])
 			return err
@@ -177,7 +177,7 @@ func (cw *churnWorkload) run(ctx context.Context, name string, rest time.Duratio
 			cw.mu.Lock()
 			cw.opened++
 			cw.mu.Unlock()
-			_ = call(ctx, 3*time.Second, func() error {
+			_ = Call(ctx, 3*time.Second, func() error {
 				_, err := s.conn.Create(fmt.Sprintf("%s/%s-%d", cw.dir, name, n), nil, zk.FlagEphemeral, openACL)
 				return err
 			})

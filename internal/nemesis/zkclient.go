@@ -164,14 +164,14 @@ func (s *zkSession) Close() {
 	}
 }
 
-// errGaveUp is returned by call when f did not return in time. The
+// ErrGaveUp is returned by Call when f did not return in time. The
 // request may still be queued in go-zookeeper and sent later, in order.
-var errGaveUp = errors.New("nemesis: gave up waiting for the answer")
+var ErrGaveUp = errors.New("nemesis: gave up waiting for the answer")
 
-// call runs f, a go-zookeeper call, and gives up after d or when ctx ends:
+// Call runs f, a go-zookeeper call, and gives up after d or when ctx ends:
 // go-zookeeper calls have no deadline of their own, and one queued while
 // no server answers waits until the session ends.
-func call(ctx context.Context, d time.Duration, f func() error) error {
+func Call(ctx context.Context, d time.Duration, f func() error) error {
 	done := make(chan error, 1)
 	go func() { done <- f() }()
 	t := time.NewTimer(d)
@@ -180,9 +180,9 @@ func call(ctx context.Context, d time.Duration, f func() error) error {
 	case err := <-done:
 		return err
 	case <-t.C:
-		return errGaveUp
+		return ErrGaveUp
 	case <-ctx.Done():
-		return errGaveUp
+		return ErrGaveUp
 	}
 }
 

@@ -229,16 +229,39 @@ func classifyStartError(err error, logFile string) error {
 	return fmt.Errorf("%w\nlog tail (%s):\n%s", err, logFile, tail(logFile, 4<<10))
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago. Another
-// process may take it before the caller binds it; the Start functions retry.
+// handedOut remembers the ports FreePort has returned in this process, so
+// that a test asking for several at once (an ensemble's client, peer and
+// admin ports) never gets one twice: the kernel may offer a port again as
+// soon as it is released.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago and that
+// it has not returned before. Another process may take it before the
+// caller binds it; the Start functions retry.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("free port: %v", err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = make(map[int]bool)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	for range 1000 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatalf("free port: %v", err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port
+		}
+	}
+	tb.Fatal("free port: every port offered was handed out before")
+	return 0
 }
 
 // FourLetterWord sends a four-letter word such as "ruok" or "srvr" to addr
