@@ -433,6 +433,10 @@ func (s *Store) ReportTouches(ctx context.Context, ids []int64) error {
 // IsLeader reports whether this node is the leader.
 func (s *Store) IsLeader() bool { return s.raft.State() == raft.Leader }
 
+// LastContact is when this node last heard from a leader; zero if never.
+// On the leader it is meaningless.
+func (s *Store) LastContact() time.Time { return s.raft.LastContact() }
+
 // Term returns the current Raft term.
 func (s *Store) Term() uint64 { return s.raft.CurrentTerm() }
 

@@ -21,6 +21,8 @@ type conn struct {
 	out *outbound
 
 	sessionID atomic.Int64
+	// timeout is the session's negotiated timeout, set with sessionID.
+	timeout atomic.Int64
 	// auth lists the identities added to this connection. Only the reader
 	// goroutine changes it, and only by swapping in a new slice, so
 	// transactions in flight and the applier (which filters watch events by

@@ -74,12 +74,15 @@ func (o *outbound) finish() {
 	o.signal()
 }
 
-// abort drops anything queued and closes at once.
-func (o *outbound) abort() {
+// abort drops anything queued and closes at once. It reports whether
+// this call closed it.
+func (o *outbound) abort() bool {
 	o.mu.Lock()
+	was := o.closed
 	o.closed = true
 	o.mu.Unlock()
 	o.signal()
+	return !was
 }
 
 func (o *outbound) signal() {

@@ -232,6 +232,9 @@ func (c *raftCommitter) watchLeadership(ctx context.Context) {
 		}
 
 		if !c.store.IsLeader() {
+			if last := c.store.LastContact(); !last.IsZero() {
+				c.s.dropUnvouched(now.Sub(last), c.leaderlessLimit())
+			}
 			if c.ready.Swap(0) != 0 {
 				// Forget the sessions this node was closing: whether
 				// those closes hold is the next leader's business.

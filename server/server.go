@@ -117,21 +117,29 @@ func (s *Server) Start() error {
 	if err := s.cfg.check(); err != nil {
 		return err
 	}
-	if err := s.commit.open(); err != nil {
-		return fmt.Errorf("open replication: %w", err)
-	}
+	// Bind the ports first: a port in use must not leave replication
+	// running behind a server that failed to start.
 	ln, err := net.Listen("tcp", s.cfg.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", s.cfg.ListenAddr, err)
 	}
-	s.ln = ln
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	var adminLn net.Listener
 	if s.cfg.AdminAddr != "" {
-		adminLn, err := net.Listen("tcp", s.cfg.AdminAddr)
-		if err != nil {
+		if adminLn, err = net.Listen("tcp", s.cfg.AdminAddr); err != nil {
 			_ = ln.Close()
 			return fmt.Errorf("admin listen %s: %w", s.cfg.AdminAddr, err)
 		}
+	}
+	if err := s.commit.open(); err != nil {
+		_ = ln.Close()
+		if adminLn != nil {
+			_ = adminLn.Close()
+		}
+		return fmt.Errorf("open replication: %w", err)
+	}
+	s.ln = ln
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if adminLn != nil {
 		s.adminLn = adminLn
 		s.goLoop(func() { s.serveAdmin(adminLn) })
 	}
@@ -242,6 +250,13 @@ func (s *Server) acceptLoop() {
 func (s *Server) register(nc net.Conn) (*conn, bool) {
 	ip := remoteIP(nc.RemoteAddr())
 	s.connsMu.Lock()
+	if s.closed.Load() {
+		// Close has taken its list of connections; this one would be
+		// missed.
+		s.connsMu.Unlock()
+		_ = nc.Close()
+		return nil, false
+	}
 	if s.cfg.MaxClientConnsPerIP > 0 && s.perIP[ip] >= s.cfg.MaxClientConnsPerIP {
 		s.connsMu.Unlock()
 		s.log.Warn("too many connections from address", "ip", ip, "max", s.cfg.MaxClientConnsPerIP)
@@ -334,6 +349,26 @@ func (s *Server) nextSessionID() int64 {
 	s.idsMu.Lock()
 	defer s.idsMu.Unlock()
 	return s.ids.Next()
+}
+
+// dropUnvouched drops the connections this follower can no longer vouch
+// for. It has not heard from a leader for silent, so its reports of their
+// activity do not arrive either, and the leader will expire their
+// sessions one timeout after the last report. A connection is dropped once
+// the silence passes a third of its session's timeout (at most limit),
+// early enough for its client to re-attach through a node that reaches the
+// leader. A ZooKeeper follower keeps answering such clients until its
+// syncLimit runs out, which can be too late for them.
+func (s *Server) dropUnvouched(silent, limit time.Duration) {
+	for _, c := range s.openConns() {
+		t := time.Duration(c.timeout.Load())
+		if c.sessionID.Load() == 0 || t == 0 || silent <= min(limit, t/3) {
+			continue
+		}
+		if c.out.abort() {
+			s.log.Info("dropping connection: no word from a leader to vouch for its session", "session", c.sessionID.Load(), "silent", silent, "timeout", t)
+		}
+	}
 }
 
 // setServing starts or stops serving clients; stopping drops every client

@@ -60,7 +60,7 @@ func (c *conn) createSession(timeout time.Duration) bool {
 	if !s.await(p) || p.err != nil {
 		return false
 	}
-	c.attach(id)
+	c.attach(id, timeout)
 	s.log.Debug("session created", "session", id, "timeout", timeout, "ip", c.ip)
 	c.sendConnectResponse(&wire.ConnectResponse{Timeout: int32(timeout / time.Millisecond), SessionID: id, Passwd: pw})
 	return true
@@ -97,15 +97,17 @@ func (c *conn) reattach(id int64, passwd []byte, timeout time.Duration) bool {
 		c.out.finish()
 		return false
 	}
-	c.attach(id)
+	c.attach(id, timeout)
 	s.log.Debug("session re-attached", "session", id, "ip", c.ip)
 	c.sendConnectResponse(&wire.ConnectResponse{Timeout: int32(timeout / time.Millisecond), SessionID: id, Passwd: pw})
 	return true
 }
 
-// attach makes id this connection's session; its writes are numbered
-// from 1 again, as the DB expects after a create or an attach.
-func (c *conn) attach(id int64) {
+// attach makes id this connection's session, on the negotiated timeout;
+// its writes are numbered from 1 again, as the DB expects after a create
+// or an attach.
+func (c *conn) attach(id int64, timeout time.Duration) {
+	c.timeout.Store(int64(timeout))
 	c.sessionID.Store(id)
 	c.order = 0
 }
