@@ -454,14 +454,28 @@ func (s *Store) Leader() (id uint64, addr string) {
 // Barrier waits until every entry committed before it has been applied
 // here. Leader only.
 func (s *Store) Barrier(timeout time.Duration) error {
-	return s.raft.Barrier(timeout).Error()
+	return s.wait(s.raft.Barrier(timeout))
+}
+
+// wait returns f's error, or ErrClosed once the store is closing: a
+// future Raft took but had not answered when it shut down is never
+// answered, and must not hold up Close.
+func (s *Store) wait(f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-s.stop:
+		return ErrClosed
+	}
 }
 
 // syncIndex is the leader's answer to "how far must I catch up": after a
 // barrier, every entry committed before the question was asked is in its
 // state, and the applied index covers them all.
 func (s *Store) syncIndex() (uint64, error) {
-	if err := s.raft.Barrier(opTimeout).Error(); err != nil {
+	if err := s.wait(s.raft.Barrier(opTimeout)); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return 0, ErrNotLeader
 		}
@@ -535,17 +549,17 @@ func (s *Store) leaderIndex(ctx context.Context) (uint64, error) {
 
 // Snapshot takes a snapshot now and compacts the log behind it, keeping
 // TrailingLogs entries.
-func (s *Store) Snapshot() error { return s.raft.Snapshot().Error() }
+func (s *Store) Snapshot() error { return s.wait(s.raft.Snapshot()) }
 
 // AddVoter adds a voting member. Leader only; it returns once the new
 // configuration is committed.
 func (s *Store) AddVoter(id uint64, addr string) error {
-	return s.raft.AddVoter(serverID(id), raft.ServerAddress(addr), 0, opTimeout).Error()
+	return s.wait(s.raft.AddVoter(serverID(id), raft.ServerAddress(addr), 0, opTimeout))
 }
 
 // RemoveServer removes a member. Leader only.
 func (s *Store) RemoveServer(id uint64) error {
-	return s.raft.RemoveServer(serverID(id), 0, opTimeout).Error()
+	return s.wait(s.raft.RemoveServer(serverID(id), 0, opTimeout))
 }
 
 // Stats returns Raft's statistics plus this node's id, address and the

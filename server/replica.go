@@ -64,8 +64,9 @@ func newRaftCommitter(s *Server, cfg raftstore.Config) *raftCommitter {
 	if cfg.Clock == nil {
 		cfg.Clock = s.clock
 	}
-	if min := 2 * int64(s.cfg.MaxFrameSize); cfg.MaxForwardFrame < min {
-		cfg.MaxForwardFrame = max(min, raftstore.DefaultMaxForwardFrame)
+	// A forwarded batch holds whole requests, each up to MaxFrameSize.
+	if need := 2 * int64(s.cfg.MaxFrameSize); cfg.MaxForwardFrame < need {
+		cfg.MaxForwardFrame = max(need, raftstore.DefaultMaxForwardFrame)
 	}
 	return &raftCommitter{
 		proposalQueue: newProposalQueue(),
@@ -304,8 +305,8 @@ func (c *raftCommitter) reportTouches(ctx context.Context) {
 		}
 		clear(c.touchSet)
 		c.touchMu.Unlock()
-		if len(ids) == 0 {
-			return
+		if len(ids) == 0 || c.store.IsLeader() {
+			return // the leader's own clients touched its timers directly
 		}
 		callCtx, cancel := context.WithTimeout(ctx, max(every, 100*time.Millisecond))
 		err := c.store.ReportTouches(callCtx, ids)
