@@ -52,26 +52,13 @@ func dialDiff(addr string, id int64, passwd []byte) (*diffClient, error) {
 		passwd = make([]byte, 16)
 	}
 	req := wire.ConnectRequest{Timeout: diffSessionTimeout, SessionID: id, Passwd: passwd}
-	c.enc.Reset()
-	at := c.enc.BeginFrame()
-	req.Encode(&c.enc)
-	c.enc.EndFrame(at)
-	if err := c.write(); err != nil {
-		nc.Close()
-		return nil, err
-	}
-	body, err := c.readFrame()
+	_ = nc.SetDeadline(time.Now().Add(diffIOTimeout))
+	resp, err := wire.Handshake(nc, c.r, &req)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("connect response: %w", err)
 	}
-	var resp wire.ConnectResponse
-	d := wire.NewDecoder(body)
-	resp.Decode(d)
-	if d.Err() != nil {
-		nc.Close()
-		return nil, fmt.Errorf("decode connect response: %w", d.Err())
-	}
+	_ = nc.SetDeadline(time.Time{})
 	if resp.Timeout <= 0 {
 		nc.Close()
 		return nil, fmt.Errorf("session refused (timeout %d)", resp.Timeout)

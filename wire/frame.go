@@ -43,3 +43,25 @@ func ReadFrame(r *bufio.Reader, max int, buf []byte) ([]byte, error) {
 	}
 	return buf, nil
 }
+
+// Handshake sends req to a server as one frame and reads its
+// ConnectResponse: a raw client's first exchange. The caller sets any
+// deadline on the connection; the response is not judged here (timeout 0
+// means the session is gone).
+func Handshake(w io.Writer, r *bufio.Reader, req *ConnectRequest) (ConnectResponse, error) {
+	var e Encoder
+	at := e.BeginFrame()
+	req.Encode(&e)
+	e.EndFrame(at)
+	if _, err := w.Write(e.Bytes()); err != nil {
+		return ConnectResponse{}, err
+	}
+	body, err := ReadFrame(r, DefaultMaxFrame, nil)
+	if err != nil {
+		return ConnectResponse{}, err
+	}
+	var resp ConnectResponse
+	d := NewDecoder(body)
+	resp.Decode(d)
+	return resp, d.Err()
+}

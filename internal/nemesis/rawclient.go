@@ -58,24 +58,10 @@ func dialRaw(addr string, s *rawSession, want, limit time.Duration) (*rawConn, e
 		SessionID:    s.id,
 		Passwd:       passwd,
 	}
-	at := c.enc.BeginFrame()
-	req.Encode(&c.enc)
-	c.enc.EndFrame(at)
-	if err := c.flush(); err != nil {
-		nc.Close()
-		return nil, err
-	}
-	body, err := wire.ReadFrame(c.r, wire.DefaultMaxFrame, c.rbuf)
+	resp, err := wire.Handshake(nc, c.r, &req)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("handshake: %w", err)
-	}
-	var resp wire.ConnectResponse
-	d := wire.NewDecoder(body)
-	resp.Decode(d)
-	if d.Err() != nil {
-		nc.Close()
-		return nil, fmt.Errorf("handshake: %w", d.Err())
 	}
 	if resp.SessionID == 0 || resp.Timeout <= 0 {
 		nc.Close()
