@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"time"
@@ -49,6 +50,31 @@ type Config struct {
 	// "Authorization: Bearer <token>" change the membership; without it
 	// membership changes are refused.
 	AdminToken string
+	// FourLetterWords lists the four-letter words answered, as
+	// 4lw.commands.whitelist does ("*" for all); srvr always answers, as
+	// in ZooKeeper, where zkServer.sh relies on it. Nil takes the
+	// default: every word when the client port listens on loopback only,
+	// otherwise DefaultFourLetterWords.
+	FourLetterWords []string
+	// SecureListenAddr, with TLS, serves clients over TLS as
+	// secureClientPort does. A client certificate, when TLS asks for one
+	// and it verifies, adds the identity "x509:<subject DN>".
+	SecureListenAddr string
+	TLS              *tls.Config
+	// SASLUsers enables SASL DIGEST-MD5 logins (ZooKeeper's
+	// SASLAuthenticationProvider with a JAAS Server section): user name to
+	// password. A login adds the identity "sasl:<user>".
+	SASLUsers map[string]string
+	// MetricsAddr, when set, serves Prometheus metrics at /metrics
+	// (metricsProvider.httpHost:httpPort).
+	MetricsAddr string
+	// InitLimit and SyncLimit are zoo.cfg's, in ticks. Raft's timeouts do
+	// their work; they are kept to be reported by conf.
+	InitLimit int
+	SyncLimit int
+	// DataLogDir is zoo.cfg's dataLogDir, reported by conf and dirs (the
+	// Raft log lives in Raft.DataDir).
+	DataLogDir string
 	// Raft, when set, replicates every write through a Raft group (see
 	// package raftstore) instead of applying it directly; ServerID then
 	// defaults to the Raft node id.
@@ -63,6 +89,11 @@ const (
 	DefaultMaxFrameSize           = 0xfffff
 	DefaultContainerCheckInterval = time.Minute
 )
+
+// DefaultFourLetterWords are the words answered by default on a client
+// port reachable from other hosts: health and version checks that reveal
+// no session, path or environment detail and cost nothing to answer.
+var DefaultFourLetterWords = []string{"ruok", "srvr", "isro"}
 
 // MaxServerID is the largest server (node) id: session ids carry it in
 // their top byte, and 255 there would read as a TTL node's owner.
