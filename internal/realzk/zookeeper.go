@@ -64,6 +64,16 @@ func Config(key, value string) Option {
 	return func(o *options) { o.config = append(o.config, [2]string{key, value}) }
 }
 
+// configured reports whether a test set key with Config.
+func (o *options) configured(key string) bool {
+	for _, kv := range o.config {
+		if kv[0] == key {
+			return true
+		}
+	}
+	return false
+}
+
 // SystemProperty adds a JVM flag -Dkey=value, e.g.
 // SystemProperty("znode.container.checkIntervalMs", "500").
 func SystemProperty(key, value string) Option {
@@ -131,8 +141,15 @@ func zookeeperCommand(dir string, port int, o options) (*exec.Cmd, string, error
 	fmt.Fprintf(&cfg, "dataDir=%s\n", data)
 	fmt.Fprintf(&cfg, "clientPort=%d\n", port)
 	cfg.WriteString("clientPortAddress=127.0.0.1\n")
-	cfg.WriteString("admin.enableServer=false\n")
-	cfg.WriteString("4lw.commands.whitelist=*\n")
+	// The AdminServer stays off unless a test asks for it with
+	// Config("admin.enableServer", "true") and a free admin.serverPort.
+	admin := o.configured("admin.enableServer")
+	if !admin {
+		cfg.WriteString("admin.enableServer=false\n")
+	}
+	if !o.configured("4lw.commands.whitelist") {
+		cfg.WriteString("4lw.commands.whitelist=*\n")
+	}
 	cfg.WriteString("maxClientCnxns=0\n")
 	for _, kv := range o.config {
 		fmt.Fprintf(&cfg, "%s=%s\n", kv[0], kv[1])
@@ -159,6 +176,11 @@ func zookeeperCommand(dir string, port int, o options) (*exec.Cmd, string, error
 	for _, jar := range serverJars {
 		cp = append(cp, filepath.Join(JavaDir, jar))
 	}
+	if admin {
+		// Debian's zookeeper.jar names Jetty in its manifest but not the
+		// servlet API Jetty needs.
+		cp = append(cp, filepath.Join(JavaDir, "servlet-api.jar"))
+	}
 	args := []string{
 		// A small heap and the C1 compiler only: a test server needs
 		// neither peak throughput nor a quarter of the machine's memory,
@@ -167,8 +189,12 @@ func zookeeperCommand(dir string, port int, o options) (*exec.Cmd, string, error
 		"-Djava.net.preferIPv4Stack=true",
 		"-Dlog4j.configuration=file:" + log4jFile,
 		"-Dzookeeper.extendedTypesEnabled=true",
-		"-Dzookeeper.4lw.commands.whitelist=*",
-		"-Dzookeeper.admin.enableServer=false",
+	}
+	if !o.configured("4lw.commands.whitelist") {
+		args = append(args, "-Dzookeeper.4lw.commands.whitelist=*")
+	}
+	if !admin {
+		args = append(args, "-Dzookeeper.admin.enableServer=false")
 	}
 	for _, kv := range o.props {
 		args = append(args, "-D"+kv[0]+"="+kv[1])
