@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -449,6 +451,28 @@ func (s *Store) Leader() (id uint64, addr string) {
 	}
 	id, _ = strconv.ParseUint(string(sid), 10, 64)
 	return id, string(a)
+}
+
+// Member is one server of the Raft configuration.
+type Member struct {
+	ID    uint64
+	Addr  string
+	Voter bool
+}
+
+// Members returns the latest Raft configuration, by id.
+func (s *Store) Members() ([]Member, error) {
+	f := s.raft.GetConfiguration()
+	if err := s.wait(f); err != nil {
+		return nil, err
+	}
+	var out []Member
+	for _, srv := range f.Configuration().Servers {
+		id, _ := strconv.ParseUint(string(srv.ID), 10, 64)
+		out = append(out, Member{ID: id, Addr: string(srv.Address), Voter: srv.Suffrage == raft.Voter})
+	}
+	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 // Barrier waits until every entry committed before it has been applied

@@ -22,8 +22,7 @@ func (k sink) Notify(watcher int64, ev *wire.WatcherEvent, from *tree.Event) {
 	if c == nil || !from.Readable(c.identities()) {
 		return
 	}
-	c.out.send(wire.ReplyHeader{Xid: wire.XidNotification, Zxid: -1}, ev)
-	k.s.stats.notifications.Add(1)
+	c.notify(ev)
 }
 
 // Applied answers the proposal this node made for the command, if any,

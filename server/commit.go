@@ -16,6 +16,7 @@ type proposal struct {
 	cmd  zkdb.Command
 	conn *conn // origin connection; nil for the server's own writes (expiry, cleanup)
 	xid  int32
+	req  request // what the reply records in the statistics
 	// applied runs under the DB lock right after the command applied and
 	// its watches fired, so a reply queued here follows those notifications.
 	applied func(p *proposal, e *zkdb.Effects)
@@ -55,6 +56,8 @@ type committer interface {
 	leading() (term uint64, ok bool)
 	// mode is srvr's Mode: standalone, leader or follower.
 	mode() string
+	// info describes the node's place in its ensemble.
+	info() ReplicationInfo
 	// touched records client activity on a session seen by this node.
 	touched(session int64)
 	addMember(id uint64, addr string) error

@@ -19,6 +19,12 @@ type conn struct {
 	id  int64 // connection id; keys this connection's watches
 	ip  string
 	out *outbound
+	// secure is set on connections that came through the TLS port.
+	secure bool
+	// stats are this connection's counters (cons); cur is the request the
+	// reader goroutine is answering, for replies it sends itself.
+	stats *connStats
+	cur   request
 
 	sessionID atomic.Int64
 	// timeout is the session's negotiated timeout, set with sessionID.
@@ -51,6 +57,7 @@ func newConn(s *Server, nc net.Conn, id int64, ip string) *conn {
 		ip:  ip,
 		out: newOutbound(),
 	}
+	c.stats = newConnStats(time.Now())
 	c.auth.Store(&[]wire.ID{{Scheme: "ip", ID: ip}})
 	return c
 }
@@ -77,6 +84,7 @@ func (c *conn) serve() {
 			<-writerDone
 		}
 		_ = c.nc.Close()
+		c.abandon()
 		s.unregister(c)
 	}()
 
@@ -85,8 +93,7 @@ func (c *conn) serve() {
 	// session timeout; after the handshake session expiry takes over.
 	_ = c.nc.SetReadDeadline(time.Now().Add(s.cfg.MaxSessionTimeout))
 	if word, err := br.Peek(4); err == nil {
-		if cmd, ok := fourLetterWords[string(word)]; ok {
-			c.fourLetterWord(string(word), cmd)
+		if c.fourLetterWord(string(word)) {
 			return
 		}
 	}
@@ -105,7 +112,8 @@ func (c *conn) serve() {
 		c.out.abort()
 		return
 	}
-	s.stats.packetsReceived.Add(1)
+	c.received(len(frame))
+	c.cur = c.begin(wire.OpCreateSession, 0)
 	if !c.connect(&req) {
 		return
 	}
@@ -117,7 +125,7 @@ func (c *conn) serve() {
 			c.out.abort()
 			return
 		}
-		s.stats.packetsReceived.Add(1)
+		c.received(len(frame))
 		if !c.touch() {
 			s.log.Info("closing connection: session no longer exists", "session", c.sessionID.Load(), "ip", c.ip)
 			return
@@ -152,5 +160,25 @@ func (c *conn) reply(xid int32, zxid int64, err error, body encodable) {
 		body = nil
 	}
 	c.out.send(wire.ReplyHeader{Xid: xid, Zxid: zxid, Err: code}, body)
+	c.answered(c.cur, zxid)
+	c.cur = request{}
+}
+
+// replyTo queues the reply to a request this connection proposed, from
+// the applier.
+func (c *conn) replyTo(r request, zxid int64, err error, body encodable) {
+	code := errCode(err)
+	if code != wire.CodeOK {
+		body = nil
+	}
+	c.out.send(wire.ReplyHeader{Xid: r.xid, Zxid: zxid, Err: code}, body)
+	c.answered(r, zxid)
+}
+
+// notify queues a watch notification.
+func (c *conn) notify(ev *wire.WatcherEvent) {
+	c.out.send(wire.ReplyHeader{Xid: wire.XidNotification, Zxid: -1}, ev)
 	c.srv.stats.packetsSent.Add(1)
+	c.srv.stats.notifications.Add(1)
+	c.stats.sent.Add(1)
 }

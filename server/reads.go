@@ -183,7 +183,7 @@ func (c *conn) setWatches(h wire.RequestHeader) bool {
 	c.waitWrites()
 	c.srv.db.Read(func(v *zkdb.View) {
 		v.SetWatches(&r, c.id, func(ev wire.WatcherEvent) {
-			c.out.send(wire.ReplyHeader{Xid: wire.XidNotification, Zxid: -1}, &ev)
+			c.notify(&ev)
 		})
 		c.reply(h.Xid, v.Tree.LastZxid(), nil, nil)
 	})

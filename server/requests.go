@@ -20,6 +20,7 @@ func (c *conn) handle(frame []byte) bool {
 		s.log.Warn("closing connection: malformed request header", "session", c.sessionID.Load(), "ip", c.ip, "err", d.Err())
 		return false
 	}
+	c.cur = c.begin(h.Type, h.Xid)
 	switch h.Type {
 	case wire.OpPing:
 		// ZooKeeper answers every ping with xid -2, whatever xid it carried.
@@ -41,7 +42,8 @@ func (c *conn) handle(frame []byte) bool {
 		// token, and adds no identity.
 		c.waitWrites()
 		c.out.send(wire.ReplyHeader{Xid: h.Xid}, nullToken{})
-		c.srv.stats.packetsSent.Add(1)
+		c.answered(c.cur, 0)
+		c.cur = request{}
 		return true
 	}
 	if tree.IsClientWrite(h.Type) {

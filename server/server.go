@@ -17,30 +17,6 @@ import (
 	"github.com/hutchzk/hutch/zkdb"
 )
 
-// Stats are the server's running counters; metrics read them.
-type Stats struct {
-	packetsReceived atomic.Int64
-	packetsSent     atomic.Int64
-	bytesSent       atomic.Int64
-	txns            atomic.Int64
-	notifications   atomic.Int64
-	connections     atomic.Int64
-}
-
-// StatsSnapshot is a point-in-time copy of Stats.
-type StatsSnapshot struct {
-	PacketsReceived int64
-	PacketsSent     int64
-	BytesSent       int64
-	Txns            int64
-	Notifications   int64
-	Connections     int64
-	Sessions        int
-	Watches         int
-	Nodes           int
-	LastZxid        int64
-}
-
 // Server is one hutch node serving ZooKeeper clients. Its state (tree,
 // sessions, watches) is a zkdb.DB, changed only by the committer applying
 // commands; the server itself keeps only its connections.
@@ -66,12 +42,15 @@ type Server struct {
 	idsMu sync.Mutex
 	ids   *session.IDGenerator
 
-	ln      net.Listener
-	adminLn net.Listener // nil without AdminAddr
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	closed  atomic.Bool
+	ln       net.Listener
+	secureLn net.Listener // nil without SecureListenAddr
+	adminLn  net.Listener // nil without AdminAddr
+	// words are the four-letter words answered (the resolved whitelist).
+	words  map[string]bool
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed atomic.Bool
 	// notServing is set while a replicated node knows no leader: like a
 	// ZooKeeper follower that lost its leader, it drops its clients and
 	// turns new ones away so they move to a node in the majority.
@@ -91,7 +70,9 @@ func New(cfg Config) *Server {
 		perIP:      make(map[string]int),
 		nextConnID: firstConnID(),
 		ids:        session.NewIDGenerator(cfg.ServerID, cfg.Clock.Now()),
+		words:      enabledWords(cfg),
 	}
+	s.stats.init()
 	s.db = zkdb.New(zkdb.Config{TickTime: cfg.TickTime, Clock: cfg.Clock, Sink: sink{s}})
 	if cfg.Raft != nil {
 		s.nodeID = cfg.Raft.NodeID
@@ -163,6 +144,14 @@ func (s *Server) goLoop(f func()) {
 // Addr is the address clients connect to.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
+// SecureAddr is the TLS client address, or nil without one.
+func (s *Server) SecureAddr() net.Addr {
+	if s.secureLn == nil {
+		return nil
+	}
+	return s.secureLn.Addr()
+}
+
 // AdminAddr is the admin HTTP address, or nil without one.
 func (s *Server) AdminAddr() net.Addr {
 	if s.adminLn == nil {
@@ -196,17 +185,28 @@ func (s *Server) Close() error {
 // Stats returns the current counters.
 func (s *Server) Stats() StatsSnapshot {
 	n := s.db.Counts()
+	lo, avg, hi := s.stats.latency.read()
 	return StatsSnapshot{
 		PacketsReceived: s.stats.packetsReceived.Load(),
 		PacketsSent:     s.stats.packetsSent.Load(),
+		BytesReceived:   s.stats.bytesReceived.Load(),
 		BytesSent:       s.stats.bytesSent.Load(),
 		Txns:            s.stats.txns.Load(),
 		Notifications:   s.stats.notifications.Load(),
 		Connections:     s.stats.connections.Load(),
+		Outstanding:     max(s.stats.outstanding.Load(), 0),
+		AuthFailed:      s.stats.authFailed.Load(),
+		Forwarded:       s.stats.forwarded.Load(),
+		MinLatency:      lo,
+		AvgLatency:      avg,
+		MaxLatency:      hi,
 		Sessions:        n.Sessions,
 		Watches:         n.Watches,
 		Nodes:           n.Nodes,
+		Ephemerals:      n.Ephemerals,
+		DataSize:        n.DataSize,
 		LastZxid:        n.LastZxid,
+		Uptime:          time.Since(s.stats.started),
 	}
 }
 

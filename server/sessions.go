@@ -118,6 +118,8 @@ func (c *conn) sendConnectResponse(r *wire.ConnectResponse) {
 	r.Encode(&e)
 	e.EndFrame(at)
 	c.out.sendRaw(e.Bytes())
+	c.answered(c.cur, c.lastZxid())
+	c.cur = request{}
 }
 
 // touch records activity on the connection's session; false means the
@@ -203,11 +205,12 @@ func (s *Server) closeSession(id int64, origin *conn, xid int32, term uint64) *p
 		xid:  xid,
 		applied: func(p *proposal, e *zkdb.Effects) {
 			if p.conn != nil {
-				p.conn.out.send(wire.ReplyHeader{Xid: p.xid, Zxid: e.Command.Txn.Zxid, Err: errCode(e.Result.Err)}, nil)
+				p.conn.replyTo(p.req, e.Command.Txn.Zxid, e.Result.Err, nil)
 			}
 		},
 	}
 	if origin != nil {
+		p.req = origin.cur
 		p.cmd.Conn, p.cmd.Order = origin.id, origin.nextOrder()
 	}
 	if !s.submit(p) {

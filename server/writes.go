@@ -25,12 +25,14 @@ func (c *conn) propose(h wire.RequestHeader, req tree.Request, size int) bool {
 			Txn: tree.Txn{Session: c.sessionID.Load(), Auth: c.identities(), Op: h.Type, Req: req}},
 		conn:    c,
 		xid:     h.Xid,
+		req:     c.cur,
 		size:    size,
 		applied: replyWrite,
 	}
 	if !c.srv.submit(p) {
 		return false
 	}
+	c.srv.stats.proposed(size)
 	c.lastWrite = p
 	return true
 }
@@ -54,7 +56,7 @@ func replyWrite(p *proposal, e *zkdb.Effects) {
 			}
 		}
 	}
-	p.conn.reply(p.xid, e.Command.Txn.Zxid, res.Err, body)
+	p.conn.replyTo(p.req, e.Command.Txn.Zxid, res.Err, body)
 }
 
 // multiResponse lays out per-op results as ZooKeeper's MultiResponse does:

@@ -360,3 +360,20 @@ func BenchmarkTouchNewBucket(b *testing.B) {
 		}
 	}
 }
+
+func TestTrackerBucketList(t *testing.T) {
+	tick := 100 * time.Millisecond
+	tr := NewTracker(tick)
+	now := time.Unix(1000, 0)
+	tr.Add(1, time.Second, now)
+	tr.Add(2, time.Second, now)
+	tr.Add(3, 3*time.Second, now)
+	b := tr.Buckets()
+	if len(b) != 2 || len(b[0].Sessions) != 2 || len(b[1].Sessions) != 1 || b[1].Sessions[0] != 3 || !b[0].Expires.Before(b[1].Expires) {
+		t.Fatalf("buckets = %+v", b)
+	}
+	tr.Remove(3)
+	if b := tr.Buckets(); len(b) != 1 {
+		t.Fatalf("after remove: %+v", b)
+	}
+}

@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -304,4 +305,27 @@ func floorDiv(a, b time.Duration) int64 {
 		q--
 	}
 	return q
+}
+
+// Bucket is one expiry bucket as the dump command shows it: the time its
+// sessions expire unless touched, and their ids.
+type Bucket struct {
+	Expires  time.Time
+	Sessions []int64
+}
+
+// Buckets lists the non-empty buckets, soonest first.
+func (t *Tracker) Buckets() []Bucket {
+	out := make([]Bucket, 0, len(t.buckets))
+	for idx, b := range t.buckets {
+		var ids []int64
+		for e := b.head; e != nil; e = e.next {
+			ids = append(ids, e.id)
+		}
+		if len(ids) > 0 {
+			out = append(out, Bucket{Expires: t.bucketTime(idx), Sessions: ids})
+		}
+	}
+	slices.SortFunc(out, func(a, b Bucket) int { return a.Expires.Compare(b.Expires) })
+	return out
 }

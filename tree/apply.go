@@ -356,6 +356,7 @@ func (t *Tree) setData(c *ctx, path string, data []byte, version int32) (*wire.S
 		return nil, ErrBadVersion
 	}
 	t.save(n)
+	t.dataSize += int64(len(data) - len(n.data))
 	n.data = cloneData(data)
 	n.st.version++
 	n.st.mtime = c.time

@@ -3,6 +3,7 @@ package tree
 import (
 	"hash/crc64"
 	"math"
+	"slices"
 
 	"github.com/hutchzk/hutch/wire"
 )
@@ -114,7 +115,13 @@ type Tree struct {
 	sessions   map[int64]session
 	lastZxid   int64
 	digest     uint64 // sum of every node's dig, kept incrementally
-	undo       *[]undoRec
+	// dataSize is the sum of every node's path and data lengths
+	// (DataTree.approximateDataSize); ephemeralCount the number of
+	// ephemeral nodes. Both are kept as nodes come and go, so mntr reads
+	// them without walking the tree.
+	dataSize       int64
+	ephemeralCount int
+	undo           *[]undoRec
 }
 
 func newEmpty() *Tree {
@@ -152,6 +159,7 @@ func New() *Tree {
 func (t *Tree) setRoot(n *node) {
 	t.root = n
 	t.nodes["/"] = n
+	t.dataSize += int64(1 + len(n.data))
 	n.chash = contentHash("/", n.data, n.acl)
 	n.dig = nodeDigest(n.chash, &n.st)
 	t.digest += n.dig
@@ -182,6 +190,28 @@ func (t *Tree) ConsumeZxid(zxid int64) {
 // fresh tree reports 5.
 func (t *Tree) NodeCount() int { return len(t.nodes) + 1 }
 
+// ApproximateDataSize is the sum of every node's path and data lengths, as
+// mntr's zk_approximate_data_size.
+func (t *Tree) ApproximateDataSize() int64 { return t.dataSize }
+
+// EphemeralCount is the number of ephemeral nodes (zk_ephemerals_count).
+func (t *Tree) EphemeralCount() int { return t.ephemeralCount }
+
+// EphemeralsBySession lists each session's ephemeral paths, sorted, for
+// the dump command.
+func (t *Tree) EphemeralsBySession() map[int64][]string {
+	out := make(map[int64][]string, len(t.ephemerals))
+	for id, paths := range t.ephemerals {
+		list := make([]string, 0, len(paths))
+		for p := range paths {
+			list = append(list, p)
+		}
+		slices.Sort(list)
+		out[id] = list
+	}
+	return out
+}
+
 // Digest returns an order-independent hash of every node's path, data, ACL and
 // persisted Stat; equal trees give equal digests whatever their history.
 func (t *Tree) Digest() uint64 { return t.digest }
@@ -208,12 +238,14 @@ func (t *Tree) link(path string, parent *node, name string, n *node) {
 			t.ephemerals[n.st.owner] = s
 		}
 		s[path] = struct{}{}
+		t.ephemeralCount++
 	case kindContainer:
 		t.containers[path] = struct{}{}
 	case kindTTL:
 		t.ttls[path] = struct{}{}
 	}
 	t.digest += n.dig
+	t.dataSize += int64(len(path) + len(n.data))
 }
 
 // removeNode unlinks a childless node.
@@ -229,6 +261,7 @@ func (t *Tree) unlink(path string, parent *node, name string, n *node) {
 	case kindEphemeral:
 		if s := t.ephemerals[n.st.owner]; s != nil {
 			delete(s, path)
+			t.ephemeralCount--
 			if len(s) == 0 {
 				delete(t.ephemerals, n.st.owner)
 			}
@@ -239,6 +272,7 @@ func (t *Tree) unlink(path string, parent *node, name string, n *node) {
 		delete(t.ttls, path)
 	}
 	t.digest -= n.dig
+	t.dataSize -= int64(len(path) + len(n.data))
 }
 
 // save records n's current fields before an in-place change, when a multi
@@ -306,6 +340,7 @@ func (t *Tree) rollback(log []undoRec) {
 		case undoSet:
 			n := r.n
 			t.digest += r.vals.dig - n.dig
+			t.dataSize += int64(len(r.vals.data) - len(n.data))
 			n.data, n.acl, n.st, n.chash, n.dig = r.vals.data, r.vals.acl, r.vals.st, r.vals.chash, r.vals.dig
 		}
 	}

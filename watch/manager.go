@@ -251,3 +251,18 @@ func (m *Manager) set(path string, session int64, t int, md mode) {
 		idx[path] = struct{}{}
 	}
 }
+
+// DataWatches lists, for each watcher, the paths it has an entry on in
+// the data table (one-shot or persistent), unsorted. ZooKeeper's wchc,
+// wchp and wchs report only this table.
+func (m *Manager) DataWatches() map[int64][]string {
+	out := make(map[int64][]string)
+	for path, w := range m.paths {
+		for session, md := range w {
+			if md[dataTable] != modeNone {
+				out[session] = append(out[session], path)
+			}
+		}
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -488,4 +489,21 @@ func BenchmarkTrigger(b *testing.B) {
 			m.Trigger(changed, "/app/node", nop)
 		}
 	})
+}
+
+func TestDataWatches(t *testing.T) {
+	m := NewManager()
+	m.AddData("/a", 1)
+	m.AddChild("/a", 1) // child table only: not reported
+	m.AddChild("/c", 2) // child table only: not reported
+	m.AddPersistent("/b", 2, true)
+	m.AddData("/a", 2)
+	got := m.DataWatches()
+	for _, paths := range got {
+		slices.Sort(paths)
+	}
+	want := map[int64][]string{1: {"/a"}, 2: {"/a", "/b"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("DataWatches = %v, want %v", got, want)
+	}
 }

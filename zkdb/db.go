@@ -1,6 +1,7 @@
 package zkdb
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -76,6 +77,10 @@ type DB struct {
 	owners   map[int64]*owner // by session
 	lastTime int64            // the largest transaction time applied
 	applied  uint64           // log index of the last batch applied
+	// digests samples the tree's digest every digestInterval zxids, the
+	// newest digestLogLimit kept, for the hash command (ZooKeeper's
+	// DataTree digest log).
+	digests []ZxidDigest
 
 	// watchMu guards watches; readers under mu's read lock add watches
 	// concurrently.
@@ -87,6 +92,25 @@ type DB struct {
 	timersMu sync.Mutex
 	timers   *session.Tracker
 	closing  map[int64]bool // sessions handed out by ExpireSessions, close not yet applied
+}
+
+// ZxidDigest is the tree's digest right after the transaction Zxid.
+type ZxidDigest struct {
+	Zxid   int64
+	Digest uint64
+}
+
+// How often the digest is sampled, and how many samples are kept.
+const (
+	digestInterval = 128
+	digestLogLimit = 1024
+)
+
+// DigestLog returns the sampled digests, oldest first.
+func (d *DB) DigestLog() []ZxidDigest {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return slices.Clone(d.digests)
 }
 
 // owner is who may write for a session: the connection that created or
@@ -170,6 +194,12 @@ func (d *DB) applyLocked(c *Command, term uint64, now time.Time) {
 		return
 	}
 	e.Result = d.tree.Apply(txn)
+	if txn.Zxid%digestInterval == 0 {
+		if len(d.digests) == digestLogLimit {
+			d.digests = append(d.digests[:0], d.digests[1:]...)
+		}
+		d.digests = append(d.digests, ZxidDigest{Zxid: txn.Zxid, Digest: d.tree.Digest()})
+	}
 	if len(e.Result.Events) > 0 {
 		d.watchMu.Lock()
 		for i := range e.Result.Events {
@@ -264,17 +294,43 @@ func (d *DB) Digest() (uint64, int64) {
 
 // Counts are sizes for monitoring.
 type Counts struct {
-	Nodes, Sessions, Watches int
-	LastZxid                 int64
+	Nodes, Sessions, Watches, Ephemerals int
+	DataSize                             int64 // paths plus data, in bytes
+	LastZxid                             int64
 }
 
-// Counts reads the sizes; it holds the read lock only while counting.
+// Counts reads the sizes; every one is kept as the state changes, so the
+// locks are held only to copy them.
 func (d *DB) Counts() Counts {
 	d.mu.RLock()
-	c := Counts{Nodes: d.tree.NodeCount(), Sessions: len(d.owners), LastZxid: d.tree.LastZxid()}
+	c := Counts{Nodes: d.tree.NodeCount(), Sessions: len(d.owners), LastZxid: d.tree.LastZxid(),
+		Ephemerals: d.tree.EphemeralCount(), DataSize: d.tree.ApproximateDataSize()}
 	d.mu.RUnlock()
 	d.watchMu.Lock()
 	c.Watches = d.watches.Count()
 	d.watchMu.Unlock()
 	return c
+}
+
+// Ephemerals lists each session's ephemeral paths (the dump command). It
+// walks the sessions that own ephemerals under the read lock.
+func (d *DB) Ephemerals() map[int64][]string {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.tree.EphemeralsBySession()
+}
+
+// DataWatches lists each watcher's data-table watches (wchc, wchp, wchs).
+func (d *DB) DataWatches() map[int64][]string {
+	d.watchMu.Lock()
+	defer d.watchMu.Unlock()
+	return d.watches.DataWatches()
+}
+
+// ExpiryBuckets lists the session timers this node runs, soonest first
+// (the dump command); a node that does not expire sessions has none.
+func (d *DB) ExpiryBuckets() []session.Bucket {
+	d.timersMu.Lock()
+	defer d.timersMu.Unlock()
+	return d.timers.Buckets()
 }

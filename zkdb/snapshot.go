@@ -131,6 +131,7 @@ func (d *DB) Restore(r io.Reader, reset bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.tree, d.owners, d.applied, d.lastTime = t, owners, applied, lastTime
+	d.digests = nil
 	d.watchMu.Lock()
 	d.watches = watch.NewManager()
 	d.watchMu.Unlock()
