@@ -45,6 +45,7 @@ func run(args []string) error {
 		secretFile     = fs.String("peer-secret-file", "", "file holding the secret, shared by every member, that authenticates peers to each other (required with --peers; at least 16 bytes)")
 		electionTO     = fs.Duration("election-timeout", raftstore.DefaultElectionTimeout, "Raft election timeout: a follower starts an election after hearing nothing from the leader for between half of it and all of it")
 		adminListen    = fs.String("admin-listen", "", "serve admin HTTP commands (/commands/ruok, /commands/digest, /commands/members) here")
+		words          = fs.String("4lw-whitelist", "", "four-letter words to answer, comma-separated, or * for all (4lw.commands.whitelist; default: all on a loopback client address, else ruok,srvr,isro)")
 		adminToken     = fs.String("admin-token-file", "", "file holding the bearer token that admin HTTP membership changes must carry (without it they are refused)")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -78,7 +79,12 @@ func run(args []string) error {
 		replication.Logger = logger
 		replication.ElectionTimeout = *electionTO
 	}
+	var whitelist []string
+	if *words != "" {
+		whitelist = strings.Split(*words, ",")
+	}
 	srv := server.New(server.Config{
+		FourLetterWords:        whitelist,
 		ListenAddr:             *listen,
 		TickTime:               *tick,
 		MinSessionTimeout:      *minTimeout,
