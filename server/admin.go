@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -28,20 +29,46 @@ type memberRequest struct {
 	Addr string `json:"addr"`
 }
 
-// adminHandler serves AdminServer-style commands under /commands/.
+// adminHandler serves ZooKeeper's AdminServer commands under /commands/
+// (by name or alias, JSON answers as in ZooKeeper 3.8), hutch's own
+// (digest, members, raft), and GET /commands, the list.
 func (s *Server) adminHandler() http.Handler {
 	mux := http.NewServeMux()
-	reply := func(w http.ResponseWriter, status int, v map[string]any) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(v)
+	commands := s.adminCommands()
+	byName := map[string]*adminCommand{}
+	for i := range commands {
+		for _, n := range commands[i].names {
+			byName[n] = &commands[i]
+		}
 	}
-	mux.HandleFunc("GET /commands/ruok", func(w http.ResponseWriter, _ *http.Request) {
-		reply(w, http.StatusOK, map[string]any{"command": "ruok", "error": nil})
+	mux.HandleFunc("GET /commands", func(w http.ResponseWriter, _ *http.Request) {
+		names := make([]string, 0, len(commands))
+		for _, c := range commands {
+			names = append(names, c.names[0])
+		}
+		slices.Sort(names)
+		w.Header().Set("Content-Type", "text/html")
+		for _, n := range names {
+			fmt.Fprintf(w, "<a href=\"/commands/%s\">%s</a>\n<br/>\n", n, n)
+		}
 	})
-	mux.HandleFunc("GET /commands/digest", func(w http.ResponseWriter, _ *http.Request) {
-		d, z := s.Digest()
-		reply(w, http.StatusOK, map[string]any{"command": "digest", "digest": fmt.Sprintf("%016x", d), "last_zxid": z, "error": nil})
+	mux.HandleFunc("GET /commands/{name}", func(w http.ResponseWriter, r *http.Request) {
+		cmd := byName[r.PathValue("name")]
+		if cmd == nil {
+			adminReply(w, http.StatusNotFound, map[string]any{"command": r.PathValue("name"), "error": "Unknown command: " + r.PathValue("name")})
+			return
+		}
+		out := map[string]any{}
+		if cmd.serving && s.notServing.Load() {
+			out["error"] = "This ZooKeeper instance is not currently serving requests"
+		} else {
+			cmd.run(out)
+		}
+		out["command"] = cmd.names[0]
+		if _, ok := out["error"]; !ok {
+			out["error"] = nil
+		}
+		adminReply(w, http.StatusOK, out)
 	})
 	// Membership changes: an authenticated JSON request. Requiring a
 	// header and a JSON body means no page in a browser can make one
@@ -49,19 +76,19 @@ func (s *Server) adminHandler() http.Handler {
 	member := func(name string, change func(memberRequest) error, valid func(memberRequest) bool) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			if status, err := s.authorizeAdmin(r); err != nil {
-				reply(w, status, map[string]any{"command": name, "error": err.Error()})
+				adminReply(w, status, map[string]any{"command": name, "error": err.Error()})
 				return
 			}
 			var m memberRequest
 			if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&m); err != nil || !valid(m) {
-				reply(w, http.StatusBadRequest, map[string]any{"command": name, "error": `want a JSON body {"id": N, "addr": "host:port"}`})
+				adminReply(w, http.StatusBadRequest, map[string]any{"command": name, "error": `want a JSON body {"id": N, "addr": "host:port"}`})
 				return
 			}
 			if err := change(m); err != nil {
-				reply(w, http.StatusConflict, map[string]any{"command": name, "error": err.Error()})
+				adminReply(w, http.StatusConflict, map[string]any{"command": name, "error": err.Error()})
 				return
 			}
-			reply(w, http.StatusOK, map[string]any{"command": name, "id": m.ID, "addr": m.Addr, "error": nil})
+			adminReply(w, http.StatusOK, map[string]any{"command": name, "id": m.ID, "addr": m.Addr, "error": nil})
 		}
 	}
 	mux.HandleFunc("POST /commands/members", member("add_member",
@@ -71,6 +98,14 @@ func (s *Server) adminHandler() http.Handler {
 		func(m memberRequest) error { return s.RemoveMember(m.ID) },
 		func(m memberRequest) bool { return m.ID >= 1 && m.ID <= MaxServerID }))
 	return mux
+}
+
+func adminReply(w http.ResponseWriter, status int, v map[string]any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
 }
 
 // authorizeAdmin checks a state-changing admin request: the configured

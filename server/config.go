@@ -75,6 +75,9 @@ type Config struct {
 	// DataLogDir is zoo.cfg's dataLogDir, reported by conf and dirs (the
 	// Raft log lives in Raft.DataDir).
 	DataLogDir string
+	// ConfigText is the configuration file the server was started from,
+	// for the initial_configuration admin command.
+	ConfigText string
 	// Raft, when set, replicates every write through a Raft group (see
 	// package raftstore) instead of applying it directly; ServerID then
 	// defaults to the Raft node id.

@@ -3,6 +3,7 @@ package zkdb
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hutchzk/hutch/clock"
@@ -81,6 +82,8 @@ type DB struct {
 	// newest digestLogLimit kept, for the hash command (ZooKeeper's
 	// DataTree digest log).
 	digests []ZxidDigest
+	// lastSnapshot is set by Snapshot, which holds only the read lock.
+	lastSnapshot atomic.Pointer[SnapshotInfo]
 
 	// watchMu guards watches; readers under mu's read lock add watches
 	// concurrently.

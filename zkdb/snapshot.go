@@ -9,6 +9,7 @@ import (
 	"hash/crc64"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/watch"
@@ -52,8 +53,19 @@ func (d *DB) Snapshot() ([]byte, error) {
 	if err := d.tree.WriteSnapshot(&buf); err != nil {
 		return nil, err
 	}
+	d.lastSnapshot.Store(&SnapshotInfo{Zxid: d.tree.LastZxid(), Time: d.clock.Now()})
 	return buf.Bytes(), nil
 }
+
+// SnapshotInfo says which state the last snapshot holds and when it was
+// taken.
+type SnapshotInfo struct {
+	Zxid int64
+	Time time.Time
+}
+
+// LastSnapshot reports the last snapshot this DB encoded, or nil.
+func (d *DB) LastSnapshot() *SnapshotInfo { return d.lastSnapshot.Load() }
 
 // snapReader reads the header, keeping a checksum of what it read.
 type snapReader struct {
