@@ -69,12 +69,22 @@ func TestBadInput(t *testing.T) {
 			r.expectClosed()
 		}, false},
 		{"truncated request body", func(t *testing.T, r *rawClient) {
+			// ZooKeeper answers MARSHALLINGERROR on that xid and keeps
+			// the connection.
 			r.handshake(10000, 0, nil)
-			r.writeRaw(frame(func(e *wire.Encoder) {
-				(&wire.RequestHeader{Xid: 1, Type: wire.OpGetData}).Encode(e)
-				e.Int32(100) // path length with no path after it
-			}))
-			r.expectClosed()
+			for _, op := range []wire.OpCode{wire.OpGetData, wire.OpSetData} {
+				r.writeRaw(frame(func(e *wire.Encoder) {
+					(&wire.RequestHeader{Xid: 1, Type: op}).Encode(e)
+					e.Int32(100) // path length with no path after it
+				}))
+				if h, _ := r.reply(); h.Xid != 1 || h.Err != wire.CodeMarshallingError {
+					t.Fatalf("op %d: reply %+v, want MARSHALLINGERROR on xid 1", op, h)
+				}
+			}
+			r.send(2, wire.OpExists, &wire.PathWatchRequest{Path: "/ok"})
+			if h, _ := r.reply(); h.Xid != 2 || h.Err != wire.CodeOK {
+				t.Fatalf("exists after bad bodies: %+v", h)
+			}
 		}, false},
 		{"truncated request header", func(t *testing.T, r *rawClient) {
 			r.handshake(10000, 0, nil)

@@ -272,8 +272,14 @@ func TestClusterDigestAndQuorumLoss(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Open a session on every node first (each takes a zxid), then sync
+	// each, so no node's digest is read before the last session applied.
+	var clients []*zk.Conn
 	for _, s := range nodes {
 		cl, _ := dial(t, s.Addr().String(), 10*time.Second)
+		clients = append(clients, cl)
+	}
+	for _, cl := range clients {
 		if _, err := cl.Sync("/"); err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,7 @@ func (c *conn) read(h wire.RequestHeader) bool {
 	case wire.OpExists, wire.OpGetData, wire.OpGetChildren, wire.OpGetChildren2:
 		var r wire.PathWatchRequest
 		if !c.decode(h, &r) {
-			return false
+			return c.badBody(h)
 		}
 		s.db.Read(func(v *zkdb.View) {
 			body, err := c.readPath(v, h.Type, &r)
@@ -24,7 +24,7 @@ func (c *conn) read(h wire.RequestHeader) bool {
 	case wire.OpGetACL, wire.OpSync, wire.OpGetEphemerals, wire.OpGetAllChildrenNumber:
 		var r wire.PathRequest
 		if !c.decode(h, &r) {
-			return false
+			return c.badBody(h)
 		}
 		if h.Type == wire.OpSync {
 			if err := s.commit.catchUp(s.ctx); err != nil {
@@ -58,7 +58,7 @@ func (c *conn) read(h wire.RequestHeader) bool {
 	case wire.OpCheckWatches, wire.OpRemoveWatches:
 		var r wire.RemoveWatchesRequest
 		if !c.decode(h, &r) {
-			return false
+			return c.badBody(h)
 		}
 		s.db.Read(func(v *zkdb.View) {
 			var err error
@@ -74,7 +74,7 @@ func (c *conn) read(h wire.RequestHeader) bool {
 	case wire.OpAddWatch:
 		var r wire.AddWatchRequest
 		if !c.decode(h, &r) {
-			return false
+			return c.badBody(h)
 		}
 		s.db.Read(func(v *zkdb.View) {
 			v.AddPersistentWatch(r.Path, c.id, r.Mode == wire.AddWatchModePersistentRecursive)
@@ -139,7 +139,7 @@ func (c *conn) multiRead(h wire.RequestHeader) bool {
 	for {
 		var mh wire.MultiHeader
 		if !c.decode(h, &mh) {
-			return false
+			return c.badBody(h)
 		}
 		if mh.Done {
 			break
@@ -150,7 +150,7 @@ func (c *conn) multiRead(h wire.RequestHeader) bool {
 		}
 		var r wire.PathWatchRequest
 		if !c.decode(h, &r) {
-			return false
+			return c.badBody(h)
 		}
 		ops = append(ops, mh)
 		reqs = append(reqs, r)
@@ -173,12 +173,12 @@ func (c *conn) setWatches(h wire.RequestHeader) bool {
 	if h.Type == wire.OpSetWatches {
 		var old wire.SetWatchesRequest
 		if !c.decode(h, &old) {
-			return false
+			return c.badBody(h)
 		}
 		r = wire.SetWatches2Request{RelativeZxid: old.RelativeZxid, DataWatches: old.DataWatches,
 			ExistWatches: old.ExistWatches, ChildWatches: old.ChildWatches}
 	} else if !c.decode(h, &r) {
-		return false
+		return c.badBody(h)
 	}
 	c.waitWrites()
 	c.srv.db.Read(func(v *zkdb.View) {

@@ -74,13 +74,22 @@ type decodable interface {
 	Decode(d *wire.Decoder)
 }
 
-// decode reads a request body; a malformed body closes the connection.
+// decode reads a request body, reporting whether it decoded.
 func (c *conn) decode(h wire.RequestHeader, r decodable) bool {
 	r.Decode(&c.dec)
 	if err := c.dec.Err(); err != nil {
-		c.srv.log.Warn("closing connection: malformed request", "op", int32(h.Type), "session", c.sessionID.Load(), "ip", c.ip, "err", err)
+		c.srv.log.Info("request body does not decode", "op", int32(h.Type), "session", c.sessionID.Load(), "ip", c.ip, "err", err)
 		return false
 	}
+	return true
+}
+
+// badBody answers a read whose body did not decode as ZooKeeper's
+// FinalRequestProcessor does: MARSHALLINGERROR on its xid, at the last
+// zxid, and the connection carries on.
+func (c *conn) badBody(h wire.RequestHeader) bool {
+	c.waitWrites()
+	c.reply(h.Xid, c.lastZxid(), tree.ErrMarshallingError, nil)
 	return true
 }
 

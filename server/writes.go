@@ -1,6 +1,8 @@
 package server
 
 import (
+	"errors"
+
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/wire"
 	"github.com/hutchzk/hutch/zkdb"
@@ -8,11 +10,17 @@ import (
 
 // decodeWrite reads the body of a write request into the request its
 // transaction carries. A multi holding an op that may not appear in one
-// fails to decode, and ZooKeeper then drops the connection too.
+// fails to decode, and ZooKeeper then drops the connection too. Any other
+// body that does not decode becomes a transaction without a request: as
+// ZooKeeper's error txn it takes a zxid and is answered MARSHALLINGERROR,
+// and the connection carries on.
 func (c *conn) decodeWrite(h wire.RequestHeader) (tree.Request, bool) {
 	req, _ := tree.NewRequest(h.Type)
 	if !c.decode(h, req) {
-		return nil, false
+		if errors.Is(c.dec.Err(), tree.ErrInvalidMultiOp) {
+			return nil, false
+		}
+		return nil, true
 	}
 	return req, true
 }
