@@ -38,6 +38,14 @@ func (c *conn) authenticate(h wire.RequestHeader) bool {
 		c.reply(h.Xid, 0, errAuthFailed, nil)
 		return false
 	}
+	c.addIdentities(added)
+	c.reply(h.Xid, 0, nil, nil)
+	return true
+}
+
+// addIdentities adds ids the connection does not have yet, in ZooKeeper's
+// order.
+func (c *conn) addIdentities(added []wire.ID) {
 	current := c.identities()
 	auth := make([]wire.ID, 0, len(current)+len(added))
 	auth = append(auth, current...)
@@ -48,8 +56,6 @@ func (c *conn) authenticate(h wire.RequestHeader) bool {
 	}
 	javaSetOrder(auth)
 	c.auth.Store(&auth)
-	c.reply(h.Xid, 0, nil, nil)
-	return true
 }
 
 // javaSetOrder puts identities in the order ZooKeeper iterates them: its

@@ -37,12 +37,7 @@ func (c *conn) handle(frame []byte) bool {
 	case wire.OpSetWatches, wire.OpSetWatches2:
 		return c.setWatches(h)
 	case wire.OpSASL:
-		// With no SASL configured ZooKeeper answers OK with zxid 0 and a null
-		// token, and adds no identity.
-		c.waitWrites()
-		c.out.send(wire.ReplyHeader{Xid: h.Xid}, nullToken{})
-		c.srv.stats.packetsSent.Add(1)
-		return true
+		return c.saslStep(h)
 	}
 	if tree.IsClientWrite(h.Type) {
 		req, ok := c.decodeWrite(h)
@@ -62,11 +57,6 @@ func (c *conn) handle(frame []byte) bool {
 	c.reply(h.Xid, -1, tree.ErrUnimplemented, nil)
 	return false
 }
-
-// nullToken is a SetSASLResponse carrying no token.
-type nullToken struct{}
-
-func (nullToken) Encode(e *wire.Encoder) { e.Buffer(nil) }
 
 type decodable interface {
 	Decode(d *wire.Decoder)

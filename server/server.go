@@ -92,7 +92,7 @@ func New(cfg Config) *Server {
 		nextConnID: firstConnID(),
 		ids:        session.NewIDGenerator(cfg.ServerID, cfg.Clock.Now()),
 	}
-	s.db = zkdb.New(zkdb.Config{TickTime: cfg.TickTime, Clock: cfg.Clock, Sink: sink{s}})
+	s.db = zkdb.New(zkdb.Config{TickTime: cfg.TickTime, Clock: cfg.Clock, Sink: sink{s}, SASL: len(cfg.SASLUsers) > 0})
 	if cfg.Raft != nil {
 		s.nodeID = cfg.Raft.NodeID
 		s.commit = newRaftCommitter(s, *cfg.Raft)
