@@ -34,7 +34,8 @@ const (
 	saslPassword   = "bobsecret"
 	saslServerJAAS = `Server {
   org.apache.zookeeper.server.auth.DigestLoginModule required
-  user_bob="bobsecret";
+  user_bob="bobsecret"
+  user_super="supersecret";
 };
 `
 )
@@ -70,7 +71,8 @@ func saslTargets() []target {
 				realzk.SystemProperty("java.security.auth.login.config", jaas)).Addr
 		}},
 		{name: "hutch", start: func(tb testing.TB) string {
-			return startHutchConfig(tb, server.Config{SASLUsers: map[string]string{saslUser: saslPassword}}, slog.LevelDebug)
+			users := map[string]string{saslUser: saslPassword, "super": "supersecret"}
+			return startHutchConfig(tb, server.Config{SASLUsers: users}, slog.LevelDebug)
 		}},
 	}
 }
@@ -92,6 +94,7 @@ func TestSASL(t *testing.T) {
 			t.Run("wire", func(t *testing.T) { saslWire(t, tg.name, addr, l) })
 			t.Run("java", func(t *testing.T) { saslJava(t, classes, addr, l) })
 			t.Run("kazoo", func(t *testing.T) { saslKazoo(t, addr, l) })
+			t.Run("super", func(t *testing.T) { saslSuper(t, addr, l) })
 			l.complete = true
 		})
 		if passed {
@@ -255,6 +258,36 @@ func saslWire(t *testing.T, target, addr string, l *ledger) {
 	_, _, seen = saslExchange(t, c, 4, []byte{})
 	l.record("token after login: %s, then %s", seen, afterRefusal(c))
 	t.Logf("token after login: %s", seen)
+}
+
+// saslSuper logs in as the DIGEST user "super", whose identity sasl:super
+// SASLAuthenticationProvider.matches lets through every sasl ACL entry,
+// and reads the nodes the clients made for bob.
+func saslSuper(t *testing.T, addr string, l *ledger) {
+	c, err := dialDiff(addr, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.abandon()
+	_, ch, _ := saslExchange(t, c, 1, []byte{})
+	resp, _ := digestResponse(t, ch, "super", "supersecret")
+	if h, _, seen := saslExchange(t, c, 2, resp); h.Err != wire.CodeOK {
+		t.Fatalf("super login: %s", seen)
+	}
+	for i, path := range []string{"/sasl-bob", "/kazoo-sasl"} {
+		xid := int32(3 + i)
+		if err := c.send(xid, wire.OpGetData, &wire.PathWatchRequest{Path: path}); err != nil {
+			t.Fatal(err)
+		}
+		h, _, err := c.await(xid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.record("sasl:super reads %s: %v", path, h.Err)
+		if h.Err != wire.CodeOK {
+			t.Errorf("sasl:super reads %s: %v, want OK", path, h.Err)
+		}
+	}
 }
 
 // saslJava runs SaslCheck with a JAAS Client section, once with bob's
