@@ -35,9 +35,18 @@ func (c *conn) authenticate(h wire.RequestHeader) bool {
 	}
 	if len(added) == 0 {
 		c.srv.log.Warn("authentication failed", "scheme", r.Scheme, "session", c.sessionID.Load(), "ip", c.ip)
+		c.srv.stats.authFailed.Add(1)
 		c.reply(h.Xid, 0, errAuthFailed, nil)
 		return false
 	}
+	c.addIdentities(added)
+	c.reply(h.Xid, 0, nil, nil)
+	return true
+}
+
+// addIdentities adds ids the connection does not have yet, in ZooKeeper's
+// order.
+func (c *conn) addIdentities(added []wire.ID) {
 	current := c.identities()
 	auth := make([]wire.ID, 0, len(current)+len(added))
 	auth = append(auth, current...)
@@ -48,8 +57,6 @@ func (c *conn) authenticate(h wire.RequestHeader) bool {
 	}
 	javaSetOrder(auth)
 	c.auth.Store(&auth)
-	c.reply(h.Xid, 0, nil, nil)
-	return true
 }
 
 // javaSetOrder puts identities in the order ZooKeeper iterates them: its

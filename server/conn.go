@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hutchzk/hutch/sasl"
 	"github.com/hutchzk/hutch/wire"
 )
 
@@ -41,6 +42,9 @@ type conn struct {
 	// (zkdb.Command.Order). Only the reader goroutine uses it.
 	order uint64
 	dec   wire.Decoder
+	// sasl is the connection's SASL exchange, made by its first sasl
+	// request. Only the reader goroutine uses it.
+	sasl *sasl.Server
 }
 
 // nextOrder numbers the connection's next command.

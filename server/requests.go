@@ -38,13 +38,7 @@ func (c *conn) handle(frame []byte) bool {
 	case wire.OpSetWatches, wire.OpSetWatches2:
 		return c.setWatches(h)
 	case wire.OpSASL:
-		// With no SASL configured ZooKeeper answers OK with zxid 0 and a null
-		// token, and adds no identity.
-		c.waitWrites()
-		c.out.send(wire.ReplyHeader{Xid: h.Xid}, nullToken{})
-		c.answered(c.cur, 0)
-		c.cur = request{}
-		return true
+		return c.saslStep(h)
 	}
 	if tree.IsClientWrite(h.Type) {
 		req, ok := c.decodeWrite(h)
@@ -64,11 +58,6 @@ func (c *conn) handle(frame []byte) bool {
 	c.reply(h.Xid, -1, tree.ErrUnimplemented, nil)
 	return false
 }
-
-// nullToken is a SetSASLResponse carrying no token.
-type nullToken struct{}
-
-func (nullToken) Encode(e *wire.Encoder) { e.Buffer(nil) }
 
 type decodable interface {
 	Decode(d *wire.Decoder)

@@ -73,7 +73,7 @@ func New(cfg Config) *Server {
 		words:      enabledWords(cfg),
 	}
 	s.stats.init()
-	s.db = zkdb.New(zkdb.Config{TickTime: cfg.TickTime, Clock: cfg.Clock, Sink: sink{s}})
+	s.db = zkdb.New(zkdb.Config{TickTime: cfg.TickTime, Clock: cfg.Clock, Sink: sink{s}, SASL: len(cfg.SASLUsers) > 0})
 	if cfg.Raft != nil {
 		s.nodeID = cfg.Raft.NodeID
 		s.commit = newRaftCommitter(s, *cfg.Raft)

@@ -3,6 +3,7 @@ package tree
 import (
 	"crypto/sha1"
 	"encoding/base64"
+	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -10,7 +11,8 @@ import (
 	"github.com/hutchzk/hutch/wire"
 )
 
-// Schemes ZooKeeper 3.8 registers by default. Only these have an
+// Schemes ZooKeeper 3.8 registers by default, and "sasl", registered when
+// the tree accepts SASL (Tree.EnableSASL). Only these have an
 // authentication provider, so ACL entries of any other scheme (except
 // world:anyone and the "auth" placeholder) are refused as InvalidACL and never
 // match in checkACL.
@@ -20,6 +22,7 @@ const (
 	schemeDigest = "digest"
 	schemeIP     = "ip"
 	schemeSuper  = "super"
+	schemeSASL   = "sasl"
 )
 
 // openACL is ZooDefs.Ids.OPEN_ACL_UNSAFE, the ACL of the built-in nodes.
@@ -40,10 +43,11 @@ func DigestID(userPass string) string {
 // fixupACL validates an ACL from create or setACL and expands "auth" entries,
 // as PrepRequestProcessor.fixupACL: duplicates are dropped first, an empty list
 // is invalid, world must be "anyone", "auth" becomes one entry per
-// authenticated identity of the connection (only digest ids: ip is not an
-// authenticating provider and super has no provider), and other schemes must
-// pass their provider's isValid.
-func fixupACL(auth []wire.ID, acl []wire.ACL) ([]wire.ACL, error) {
+// authenticated identity of the connection (digest and sasl ids: ip is not
+// an authenticating provider and super has no provider), and other schemes
+// must pass their provider's isValid. sasl tells whether the sasl provider
+// is registered.
+func fixupACL(auth []wire.ID, acl []wire.ACL, sasl bool) ([]wire.ACL, error) {
 	uniq := make([]wire.ACL, 0, len(acl))
 	for _, a := range acl {
 		dup := false
@@ -68,7 +72,7 @@ func fixupACL(auth []wire.ID, acl []wire.ACL) ([]wire.ACL, error) {
 		case a.ID.Scheme == schemeAuth:
 			valid := false
 			for _, id := range auth {
-				if id.Scheme == schemeDigest {
+				if id.Scheme == schemeDigest || (sasl && id.Scheme == schemeSASL) {
 					valid = true
 					out = append(out, wire.ACL{Perms: a.Perms, ID: id})
 				}
@@ -77,7 +81,8 @@ func fixupACL(auth []wire.ID, acl []wire.ACL) ([]wire.ACL, error) {
 				return nil, ErrInvalidACL
 			}
 		case a.ID.Scheme == schemeDigest && validDigestID(a.ID.ID),
-			a.ID.Scheme == schemeIP && validIPACL(a.ID.ID):
+			a.ID.Scheme == schemeIP && validIPACL(a.ID.ID),
+			a.ID.Scheme == schemeSASL && sasl && validKerberosName(a.ID.ID):
 			out = append(out, a)
 		default:
 			return nil, ErrInvalidACL
@@ -116,6 +121,12 @@ func checkACL(acl []wire.ACL, perm int32, auth []wire.ID) error {
 				}
 			case schemeIP:
 				if ipMatches(id.ID, a.ID.ID) {
+					return nil
+				}
+			case schemeSASL:
+				// SASLAuthenticationProvider.matches: the sasl user
+				// "super" matches every sasl entry.
+				if id.ID == a.ID.ID || id.ID == "super" {
 					return nil
 				}
 			}
@@ -164,6 +175,16 @@ func redactDigest(id string) string {
 		}
 	}
 	return b.String()
+}
+
+// kerberosName is KerberosName's pattern: service[/host]@realm.
+var kerberosName = regexp.MustCompile(`^([^/@]*)(/([^/@]*))?@([^/@]*)$`)
+
+// validKerberosName is SASLAuthenticationProvider.isValid: the id must be
+// a Kerberos name, which only a name with '@' that is not
+// service[/host]@realm fails to be.
+func validKerberosName(id string) bool {
+	return !strings.Contains(id, "@") || kerberosName.MatchString(id)
 }
 
 // validIPACL is IPAuthenticationProvider.isValid: a dotted IPv4 address,

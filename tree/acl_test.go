@@ -54,7 +54,7 @@ func TestFixupACL(t *testing.T) {
 		{"one bad entry spoils all", nil, []wire.ACL{w(31), a("digest", "x")}, nil, ErrInvalidACL},
 	}
 	for _, c := range cases {
-		got, err := fixupACL(c.auth, c.in)
+		got, err := fixupACL(c.auth, c.in, false)
 		if err != c.err || (err == nil && !reflect.DeepEqual(got, c.want)) {
 			t.Errorf("%s: got %v, %v; want %v, %v", c.name, got, err, c.want, c.err)
 		}
@@ -248,5 +248,61 @@ func TestGetACLRedaction(t *testing.T) {
 	got[0].Perms = 0
 	if again, _, _ := h.tr.GetACL("/n", []wire.ID{aliceID}); again[0].Perms != wire.PermRead {
 		t.Error("GetACL exposed internal state")
+	}
+}
+
+// TestSASLScheme checks the sasl scheme as SASLAuthenticationProvider
+// defines it, once registered: entries valid when the id is a Kerberos
+// name, "auth" expanding to sasl ids, ids matching exactly or as "super".
+func TestSASLScheme(t *testing.T) {
+	bob := wire.ID{Scheme: "sasl", ID: "bob"}
+	saslSuper := wire.ID{Scheme: "sasl", ID: "super"}
+	acl := func(id string) wire.ACL { return wire.ACL{Perms: wire.PermAll, ID: wire.ID{Scheme: "sasl", ID: id}} }
+	authACL := wire.ACL{Perms: wire.PermRead, ID: wire.ID{Scheme: "auth", ID: ""}}
+
+	fixups := []struct {
+		name    string
+		enabled bool
+		auth    []wire.ID
+		in      []wire.ACL
+		want    []wire.ACL
+		err     error
+	}{
+		{"not registered", false, nil, []wire.ACL{acl("bob")}, nil, ErrInvalidACL},
+		{"plain name", true, nil, []wire.ACL{acl("bob")}, []wire.ACL{acl("bob")}, nil},
+		{"principal", true, nil, []wire.ACL{acl("zk/host@EXAMPLE.COM")}, []wire.ACL{acl("zk/host@EXAMPLE.COM")}, nil},
+		{"slash without realm", true, nil, []wire.ACL{acl("a/b/c")}, []wire.ACL{acl("a/b/c")}, nil},
+		{"empty", true, nil, []wire.ACL{acl("")}, []wire.ACL{acl("")}, nil},
+		{"two realms", true, nil, []wire.ACL{acl("a@b@c")}, nil, ErrInvalidACL},
+		{"two hosts", true, nil, []wire.ACL{acl("a/b/c@R")}, nil, ErrInvalidACL},
+		{"auth expands sasl and digest ids", true, []wire.ID{localIP, bob, aliceID}, []wire.ACL{authACL},
+			[]wire.ACL{{Perms: wire.PermRead, ID: bob}, {Perms: wire.PermRead, ID: aliceID}}, nil},
+		{"auth with only a sasl id", true, []wire.ID{bob}, []wire.ACL{authACL}, []wire.ACL{{Perms: wire.PermRead, ID: bob}}, nil},
+	}
+	for _, c := range fixups {
+		got, err := fixupACL(c.auth, c.in, c.enabled)
+		if err != c.err || (err == nil && !reflect.DeepEqual(got, c.want)) {
+			t.Errorf("fixupACL %s: got %v, %v; want %v, %v", c.name, got, err, c.want, c.err)
+		}
+	}
+
+	checks := []struct {
+		name string
+		acl  []wire.ACL
+		auth []wire.ID
+		err  error
+	}{
+		{"same user", []wire.ACL{acl("bob")}, []wire.ID{localIP, bob}, nil},
+		{"other user", []wire.ACL{acl("alice")}, []wire.ID{bob}, ErrNoAuth},
+		{"no sasl identity", []wire.ACL{acl("bob")}, []wire.ID{localIP, aliceID}, ErrNoAuth},
+		{"case matters", []wire.ACL{acl("Bob")}, []wire.ID{bob}, ErrNoAuth},
+		{"sasl super matches any sasl entry", []wire.ACL{acl("alice")}, []wire.ID{saslSuper}, nil},
+		{"sasl super is no super elsewhere", []wire.ACL{{Perms: wire.PermAll, ID: aliceID}}, []wire.ID{saslSuper}, ErrNoAuth},
+		{"digest id of the same name", []wire.ACL{acl("bob")}, []wire.ID{{Scheme: "digest", ID: "bob"}}, ErrNoAuth},
+	}
+	for _, c := range checks {
+		if err := checkACL(c.acl, wire.PermRead, c.auth); err != c.err {
+			t.Errorf("checkACL %s: %v, want %v", c.name, err, c.err)
+		}
 	}
 }

@@ -234,7 +234,7 @@ func (t *Tree) create(c *ctx, op wire.OpCode, path string, data []byte, acl []wi
 	if !ok {
 		return nil, ErrBadArguments
 	}
-	acl, err := fixupACL(c.auth, acl)
+	acl, err := fixupACL(c.auth, acl, t.sasl)
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +372,7 @@ func (t *Tree) setACL(c *ctx, path string, acl []wire.ACL, version int32) (*wire
 	if !validPath(path) {
 		return nil, ErrBadArguments
 	}
-	acl, err := fixupACL(c.auth, acl)
+	acl, err := fixupACL(c.auth, acl, t.sasl)
 	if err != nil {
 		return nil, err
 	}

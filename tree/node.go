@@ -122,7 +122,15 @@ type Tree struct {
 	dataSize       int64
 	ephemeralCount int
 	undo           *[]undoRec
+	sasl           bool // the sasl auth provider is registered: sasl ACL entries are valid
 }
+
+// EnableSASL registers the sasl scheme, as ZooKeeper's
+// authProvider=…SASLAuthenticationProvider does: ACL entries "sasl:<id>"
+// become valid and "auth" expands to the connection's sasl identities.
+// Every replica must agree on it, as on any other part of the
+// configuration that decides what a transaction does.
+func (t *Tree) EnableSASL() { t.sasl = true }
 
 func newEmpty() *Tree {
 	return &Tree{

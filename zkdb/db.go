@@ -56,11 +56,15 @@ type Config struct {
 	Clock clock.Clock
 	// Sink receives the effects of applied commands; required.
 	Sink Sink
+	// SASL registers the sasl ACL scheme in the tree (tree.EnableSASL),
+	// restored snapshots included.
+	SASL bool
 }
 
 // DB is one node's replica of the state, and the node's own watches and
 // session timers. Lock order: mu, then watchMu, then timersMu.
 type DB struct {
+	sasl  bool // Config.SASL: every tree it holds accepts the sasl scheme
 	clock clock.Clock
 	tick  time.Duration
 	sink  Sink
@@ -130,6 +134,7 @@ func New(cfg Config) *DB {
 		cfg.Clock = clock.System
 	}
 	d := &DB{
+		sasl:    cfg.SASL,
 		clock:   cfg.Clock,
 		tick:    cfg.TickTime,
 		sink:    cfg.Sink,
@@ -138,6 +143,9 @@ func New(cfg Config) *DB {
 		watches: watch.NewManager(),
 		timers:  session.NewTracker(cfg.TickTime),
 		closing: make(map[int64]bool),
+	}
+	if cfg.SASL {
+		d.tree.EnableSASL()
 	}
 	d.notify = d.deliver
 	return d

@@ -309,3 +309,39 @@ func TestLeaderDecisionsHoldOnlyInTheirTerm(t *testing.T) {
 		t.Fatalf("the term-4 expiry in its own term: %v, ephemeral still there: %v", err, exists(db, "/e"))
 	}
 }
+
+// TestSASLSchemeSurvivesRestore checks that Config.SASL holds for the tree
+// a snapshot brings in, not only for the one New made: a sasl ACL is
+// accepted before and after a restore, and refused without SASL.
+func TestSASLSchemeSurvivesRestore(t *testing.T) {
+	const sid = 0x0100000000000001
+	saslACL := []wire.ACL{{Perms: wire.PermAll, ID: wire.ID{Scheme: "sasl", ID: "bob"}}}
+	create := func(order uint64, path string) Command {
+		return Command{Conn: 5, Order: order, Kind: KindTxn, Txn: tree.Txn{Session: sid, Op: wire.OpCreate,
+			Req: &wire.CreateRequest{Path: path, ACL: saslACL}}}
+	}
+	for _, enabled := range []bool{true, false} {
+		var want error
+		if !enabled {
+			want = tree.ErrInvalidACL
+		}
+		rec := &recorder{}
+		db := New(Config{TickTime: tick, Clock: clock.NewFake(t0), Sink: rec, SASL: enabled})
+		a := &applier{db: db}
+		a.apply(7000, createSession(sid, 5), create(1, "/before"))
+		if err := rec.last().Result.Err; err != want {
+			t.Errorf("SASL %v: create before restore: %v, want %v", enabled, err, want)
+		}
+		snap, err := db.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Restore(bytes.NewReader(snap), false); err != nil {
+			t.Fatal(err)
+		}
+		a.apply(8000, create(2, "/after"))
+		if err := rec.last().Result.Err; err != want {
+			t.Errorf("SASL %v: create after restore: %v, want %v", enabled, err, want)
+		}
+	}
+}

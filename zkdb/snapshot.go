@@ -134,6 +134,9 @@ func (d *DB) Restore(r io.Reader, reset bool) error {
 	if err != nil {
 		return err
 	}
+	if d.sasl {
+		t.EnableSASL()
+	}
 	for id := range owners {
 		if _, _, ok := t.Session(id); !ok {
 			return fmt.Errorf("zkdb: snapshot: owner of unknown session %#x", id)
