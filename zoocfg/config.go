@@ -490,3 +490,12 @@ func parseBool(s string) (bool, error) {
 	}
 	return false, fmt.Errorf("%q is neither true nor false", s)
 }
+
+// Has reports whether the file set key (the last line wins, as in Java).
+func (c *Config) Has(key string) bool {
+	_, ok := c.lines[key]
+	return ok
+}
+
+// Line is the line key was last set on, 0 when the file does not set it.
+func (c *Config) Line(key string) int { return c.lines[key] }

@@ -292,8 +292,8 @@ func TestLoadErrors(t *testing.T) {
 			"data/myid": "1",
 		}, "line 5: server.1: client address 127.0.0.1:2182 differs"},
 		{"dynamic file with other keys", map[string]string{
-			"zoo.cfg":         "dataDir=$DIR/data\ndynamicConfigFile=$DIR/dyn\n",
-			"dyn":             "server.1=a:1:2\ntickTime=5\n",
+			"zoo.cfg": "dataDir=$DIR/data\ndynamicConfigFile=$DIR/dyn\n",
+			"dyn":     "server.1=a:1:2\ntickTime=5\n",
 		}, "dyn line 2: tickTime: unrecognised parameter"},
 		{"bad line names the file", map[string]string{"zoo.cfg": "dataDir=/d\nclientPort=x\n"}, "zoo.cfg line 2: clientPort"},
 	} {
