@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,6 +107,7 @@ func applyZooCfg(path string, fs *pflag.FlagSet, f *flags, logger *slog.Logger) 
 		// ZooKeeper persists in dataDir; so does hutch, as a one-node
 		// Raft group unless server.N lines make an ensemble.
 		f.dataDir = zc.DataDir
+		warnZooKeeperData(f.dataDir, logger)
 	}
 	if !given("peer-secret-file") && zc.PeerSecretFile != "" {
 		f.secretFile = zc.PeerSecretFile
@@ -132,6 +135,17 @@ func applyZooCfg(path string, fs *pflag.FlagSet, f *flags, logger *slog.Logger) 
 		s.secureListen = zc.SecureClientAddr()
 	}
 	return s, nil
+}
+
+// warnZooKeeperData says when dataDir holds ZooKeeper's own snapshots and
+// transaction logs but no hutch state: hutch does not read them, so the
+// tree starts empty there.
+func warnZooKeeperData(dataDir string, logger *slog.Logger) {
+	_, zkErr := os.Stat(filepath.Join(dataDir, "version-2"))
+	_, hutchErr := os.Stat(filepath.Join(dataDir, "raft.db"))
+	if zkErr == nil && errors.Is(hutchErr, os.ErrNotExist) {
+		logger.Warn("zoo.cfg: dataDir holds ZooKeeper's snapshots and logs (version-2), which hutch does not read: the tree starts empty", "dataDir", dataDir)
+	}
 }
 
 // applyServers turns server.N lines into the ensemble flags: this node's

@@ -142,6 +142,9 @@ func TestZooCfgMapping(t *testing.T) {
 				m.ListenAddr, m.InitLimit, m.SyncLimit, m.NodeID, m.RaftAddr = "127.0.0.2:2182", 10, 5, 2, "0.0.0.0:2888"
 				m.Peers = map[uint64]string{1: "127.0.0.1:2888", 2: "127.0.0.2:2888"}
 			}), nil},
+		{"ZooKeeper's data in dataDir is not read", "dataDir=$DIR/data\nclientPort=2181\n",
+			map[string]string{"data/version-2/snapshot.0": "x"}, nil, standalone,
+			[]string{`level=WARN msg="zoo.cfg: dataDir holds ZooKeeper's snapshots and logs (version-2), which hutch does not read: the tree starts empty"`}},
 		{"one server line runs standalone", "dataDir=$DIR/data\nclientPort=2181\nserver.1=127.0.0.1:2888:3888\n",
 			map[string]string{"data/myid": "1"}, nil, standalone, []string{"running standalone"}},
 	} {
