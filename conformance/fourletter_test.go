@@ -242,7 +242,7 @@ func TestFourLetterWhitelist(t *testing.T) {
 			return startHutchConfig(tb, server.Config{FourLetterWords: []string{"ruok", "conf"}}, 0)
 		}},
 		{name: "hutch-binary", start: func(tb testing.TB) string {
-			return realzk.StartHutchBinary(tb, realzk.BuildHutch(tb), "--4lw-whitelist", "ruok,conf").Addr
+			return realzk.StartHutchBinary(tb, realzk.BuildHutch(tb), "--four-letter-words", "ruok,conf").Addr
 		}},
 	} {
 		t.Run(tg.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/server"
+	"github.com/hutchzk/hutch/zoocfg"
 )
 
 func main() {
@@ -27,27 +28,7 @@ func main() {
 }
 
 func run(args []string) error {
-	fs := pflag.NewFlagSet("hutch", pflag.ContinueOnError)
-	var (
-		listen         = fs.String("listen", server.DefaultListenAddr, "client address to listen on")
-		tick           = fs.Duration("tick-time", server.DefaultTickTime, "ZooKeeper tickTime: expiry bucket width and unit of the session timeout bounds")
-		minTimeout     = fs.Duration("min-session-timeout", 0, "smallest negotiated session timeout (default 2×tick-time)")
-		maxTimeout     = fs.Duration("max-session-timeout", 0, "largest negotiated session timeout (default 20×tick-time)")
-		maxConns       = fs.Int("max-client-conns", server.DefaultMaxClientConnsPerIP, "connections allowed from one IP address (0 = unlimited)")
-		maxFrame       = fs.Int("max-frame-size", server.DefaultMaxFrameSize, "largest request frame in bytes (jute.maxbuffer)")
-		superDigest    = fs.String("super-digest", "", "digest user:base64(sha1) whose sessions bypass every ACL")
-		containerCheck = fs.Duration("container-check-interval", server.DefaultContainerCheckInterval, "how often empty containers and expired TTL nodes are removed")
-		logLevel       = fs.String("log-level", "info", "debug, info, warn or error")
-		nodeID         = fs.Uint64("id", 0, "this node's id in a Raft ensemble, 1 to 254 (with --peers)")
-		raftListen     = fs.String("raft-listen", "", "address this node listens on for its peers (default: its entry in --peers); peer connections are made from its IP")
-		peers          = fs.String("peers", "", "static ensemble: the address each node's peers reach it at, e.g. 1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003 (needs --id, --data-dir and --peer-secret-file)")
-		dataDir        = fs.String("data-dir", "", "keep the Raft log, term, vote and snapshots here (required with --peers)")
-		secretFile     = fs.String("peer-secret-file", "", "file holding the secret, shared by every member, that authenticates peers to each other (required with --peers; at least 16 bytes)")
-		electionTO     = fs.Duration("election-timeout", raftstore.DefaultElectionTimeout, "Raft election timeout: a follower starts an election after hearing nothing from the leader for between half of it and all of it")
-		adminListen    = fs.String("admin-listen", "", "serve admin HTTP commands (/commands/ruok, /commands/digest, /commands/members) here")
-		words          = fs.String("4lw-whitelist", "", "four-letter words to answer, comma-separated, or * for all (4lw.commands.whitelist; default: all on a loopback client address, else ruok,srvr,isro)")
-		adminToken     = fs.String("admin-token-file", "", "file holding the bearer token that admin HTTP membership changes must carry (without it they are refused)")
-	)
+	fs, f := newFlags()
 	if err := fs.Parse(args); err != nil {
 		if err == pflag.ErrHelp {
 			return nil
@@ -55,49 +36,15 @@ func run(args []string) error {
 		return err
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(strings.ToUpper(*logLevel))); err != nil {
+	if err := level.UnmarshalText([]byte(strings.ToUpper(f.logLevel))); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	conns := *maxConns
-	if conns == 0 {
-		conns = -1 // zoo.cfg's maxClientCnxns=0 means unlimited
-	}
-	replication, err := raftConfig(*nodeID, *raftListen, *peers, *dataDir, *secretFile)
+	cfg, err := configure(fs, f, logger)
 	if err != nil {
 		return err
 	}
-	var token string
-	if *adminToken != "" {
-		b, err := readSecret(*adminToken)
-		if err != nil {
-			return fmt.Errorf("--admin-token-file: %w", err)
-		}
-		token = string(b)
-	}
-	if replication != nil {
-		replication.Logger = logger
-		replication.ElectionTimeout = *electionTO
-	}
-	var whitelist []string
-	if *words != "" {
-		whitelist = strings.Split(*words, ",")
-	}
-	srv := server.New(server.Config{
-		FourLetterWords:        whitelist,
-		ListenAddr:             *listen,
-		TickTime:               *tick,
-		MinSessionTimeout:      *minTimeout,
-		MaxSessionTimeout:      *maxTimeout,
-		MaxClientConnsPerIP:    conns,
-		MaxFrameSize:           *maxFrame,
-		SuperDigest:            *superDigest,
-		ContainerCheckInterval: *containerCheck,
-		Logger:                 logger,
-		AdminAddr:              *adminListen,
-		AdminToken:             token,
-		Raft:                   replication,
-	})
+	srv := server.New(cfg)
 	// Listen for signals before serving, so one sent as soon as the server
 	// reports it is up still shuts it down cleanly.
 	sig := make(chan os.Signal, 1)
@@ -115,6 +62,153 @@ func run(args []string) error {
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("shutdown timed out")
 	}
+}
+
+// flags are the command line's values; a zoo.cfg fills those not given.
+type flags struct {
+	config         string
+	listen         string
+	tick           time.Duration
+	minTimeout     time.Duration
+	maxTimeout     time.Duration
+	maxConns       int
+	maxFrame       int
+	superDigest    string
+	containerCheck time.Duration
+	logLevel       string
+	nodeID         uint64
+	raftListen     string
+	peers          string
+	dataDir        string
+	secretFile     string
+	electionTO     time.Duration
+	adminListen    string
+	adminToken     string
+	metricsListen  string
+	fourLetter     []string
+	jaasFile       string
+}
+
+func newFlags() (*pflag.FlagSet, *flags) {
+	fs := pflag.NewFlagSet("hutch", pflag.ContinueOnError)
+	f := &flags{}
+	fs.StringVar(&f.config, "config", "", "read ZooKeeper's zoo.cfg (also taken as the one positional argument, as zkServer.sh passes it); flags given explicitly override its keys")
+	fs.StringVar(&f.listen, "listen", server.DefaultListenAddr, "client address to listen on (zoo.cfg: clientPortAddress:clientPort, every interface when clientPortAddress is absent)")
+	fs.DurationVar(&f.tick, "tick-time", server.DefaultTickTime, "ZooKeeper tickTime: expiry bucket width and unit of the session timeout bounds")
+	fs.DurationVar(&f.minTimeout, "min-session-timeout", 0, "smallest negotiated session timeout (default 2×tick-time)")
+	fs.DurationVar(&f.maxTimeout, "max-session-timeout", 0, "largest negotiated session timeout (default 20×tick-time)")
+	fs.IntVar(&f.maxConns, "max-client-conns", server.DefaultMaxClientConnsPerIP, "connections allowed from one IP address (0 = unlimited)")
+	fs.IntVar(&f.maxFrame, "max-frame-size", server.DefaultMaxFrameSize, "largest request frame in bytes (jute.maxbuffer)")
+	fs.StringVar(&f.superDigest, "super-digest", "", "digest user:base64(sha1) whose sessions bypass every ACL (zoo.cfg: DigestAuthenticationProvider.superDigest)")
+	fs.DurationVar(&f.containerCheck, "container-check-interval", server.DefaultContainerCheckInterval, "how often empty containers and expired TTL nodes are removed")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.Uint64Var(&f.nodeID, "id", 0, "this node's id in a Raft ensemble, 1 to 254 (with --peers; zoo.cfg: <dataDir>/myid)")
+	fs.StringVar(&f.raftListen, "raft-listen", "", "address this node listens on for its peers (default: its entry in --peers); peer connections are made from its IP")
+	fs.StringVar(&f.peers, "peers", "", "static ensemble: the address each node's peers reach it at, e.g. 1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003 (needs --id, --data-dir and --peer-secret-file; zoo.cfg: server.N=host:quorumPort:electionPort, Raft runs on the quorum port and the election port is not used)")
+	fs.StringVar(&f.dataDir, "data-dir", "", "keep the Raft log, term, vote and snapshots here (required with --peers; zoo.cfg: dataDir)")
+	fs.StringVar(&f.secretFile, "peer-secret-file", "", "file holding the secret, shared by every member, that authenticates peers to each other (required with --peers; at least 16 bytes; zoo.cfg: hutch.peerSecretFile)")
+	fs.DurationVar(&f.electionTO, "election-timeout", raftstore.DefaultElectionTimeout, "Raft election timeout: a follower starts an election after hearing nothing from the leader for between half of it and all of it")
+	fs.StringVar(&f.adminListen, "admin-listen", "", "serve admin HTTP commands (/commands/ruok, /commands/digest, /commands/members) here (zoo.cfg: admin.serverAddress:admin.serverPort when admin.enableServer)")
+	fs.StringVar(&f.adminToken, "admin-token-file", "", "file holding the bearer token that admin HTTP membership changes must carry (without it they are refused; zoo.cfg: hutch.adminTokenFile)")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics at /metrics here (zoo.cfg: metricsProvider.httpHost:httpPort with the Prometheus provider)")
+	fs.StringSliceVar(&f.fourLetter, "four-letter-words", nil, "four-letter words answered, or * for all; srvr always answers (zoo.cfg: 4lw.commands.whitelist; default: all on a loopback-only client port, else ruok,srvr,isro; with a zoo.cfg, srvr only, as in ZooKeeper)")
+	fs.StringVar(&f.jaasFile, "jaas-file", "", `JAAS file whose Server section lists the SASL DIGEST-MD5 users (user_<name>="<password>"), as java.security.auth.login.config (zoo.cfg: hutch.jaasFile)`)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageText)
+		fs.PrintDefaults()
+	}
+	return fs, f
+}
+
+const usageText = `Usage: hutch [flags] [zoo.cfg]
+
+hutch serves ZooKeeper's client protocol. With no flags it serves one
+in-memory node on 127.0.0.1:2181. Given ZooKeeper's zoo.cfg (as the one
+argument, or with --config) it runs as ZooKeeper would from that file: on
+clientPort, keeping its data in dataDir, and, with server.N lines, as a
+member of a Raft ensemble whose id is in <dataDir>/myid. Raft runs on each
+server's quorum port; the election port is not used. An ensemble also needs
+hutch.peerSecretFile=<file> in zoo.cfg (a key ZooKeeper ignores). Flags
+given explicitly override the file; keys hutch does not use are logged.
+
+Flags:
+`
+
+// configure turns the flags, and the zoo.cfg they name, into the server's
+// configuration.
+func configure(fs *pflag.FlagSet, f *flags, logger *slog.Logger) (server.Config, error) {
+	cfgFile := f.config
+	switch rest := fs.Args(); {
+	case len(rest) > 1:
+		return server.Config{}, fmt.Errorf("one zoo.cfg argument at most, got %q", rest)
+	case len(rest) == 1 && cfgFile != "":
+		return server.Config{}, fmt.Errorf("zoo.cfg given twice: --config %s and %s", cfgFile, rest[0])
+	case len(rest) == 1:
+		cfgFile = rest[0]
+	}
+	var file fileSettings
+	if cfgFile != "" {
+		var err error
+		if file, err = applyZooCfg(cfgFile, fs, f, logger); err != nil {
+			return server.Config{}, err
+		}
+	}
+	conns := f.maxConns
+	if conns == 0 {
+		conns = -1 // zoo.cfg's maxClientCnxns=0 means unlimited
+	}
+	replication, err := raftConfig(f.nodeID, f.raftListen, f.peers, f.dataDir, f.secretFile)
+	if err != nil {
+		return server.Config{}, err
+	}
+	var token string
+	if f.adminToken != "" {
+		b, err := readSecret(f.adminToken)
+		if err != nil {
+			return server.Config{}, fmt.Errorf("--admin-token-file: %w", err)
+		}
+		token = string(b)
+	}
+	if replication != nil {
+		replication.Logger = logger
+		replication.ElectionTimeout = f.electionTO
+	}
+	words := file.fourLetterWords
+	if fs.Changed("four-letter-words") {
+		words = f.fourLetter
+	}
+	var saslUsers map[string]string
+	if f.jaasFile != "" {
+		section := file.jaasSection
+		if section == "" {
+			section = "Server"
+		}
+		if saslUsers, err = zoocfg.LoadJAAS(f.jaasFile, section); err != nil {
+			return server.Config{}, fmt.Errorf("--jaas-file: %w", err)
+		}
+	}
+	return server.Config{
+		ListenAddr:             f.listen,
+		TickTime:               f.tick,
+		MinSessionTimeout:      f.minTimeout,
+		MaxSessionTimeout:      f.maxTimeout,
+		MaxClientConnsPerIP:    conns,
+		MaxFrameSize:           f.maxFrame,
+		SuperDigest:            f.superDigest,
+		ContainerCheckInterval: f.containerCheck,
+		Logger:                 logger,
+		AdminAddr:              f.adminListen,
+		AdminToken:             token,
+		FourLetterWords:        words,
+		SecureListenAddr:       file.secureListen,
+		TLS:                    file.tls,
+		SASLUsers:              saslUsers,
+		MetricsAddr:            f.metricsListen,
+		InitLimit:              file.initLimit,
+		SyncLimit:              file.syncLimit,
+		DataLogDir:             file.dataLogDir,
+		Raft:                   replication,
+	}, nil
 }
 
 // raftConfig turns the ensemble flags into a Raft configuration, or nil for
