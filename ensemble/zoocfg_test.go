@@ -96,6 +96,7 @@ func TestZooCfgEnsembleSideBySide(t *testing.T) {
 	bin := realzk.BuildHutch(t)
 	nodes := writeZooCfgEnsemble(t, 3)
 	before := readFiles(t, nodes)
+	reports := map[string][]string{}
 	for _, target := range []struct {
 		name  string
 		start func(t *testing.T)
@@ -133,6 +134,7 @@ func TestZooCfgEnsembleSideBySide(t *testing.T) {
 			if string(got) != string(value) {
 				t.Fatalf("server 3 reads %q, want %q", got, value)
 			}
+			reports[target.name] = ensembleWordsReport(t, nodes, modes, target.name != "zookeeper" || realzk.AdminServerInstalled())
 			if target.name == "zookeeper" && !realzk.AdminServerInstalled() {
 				t.Log("jetty is not installed: ZooKeeper's admin server is not checked")
 				return
@@ -147,6 +149,21 @@ func TestZooCfgEnsembleSideBySide(t *testing.T) {
 			}
 			t.Logf("%s: checks done %v after start", target.name, time.Since(start).Round(time.Millisecond))
 		})
+	}
+	// What the leader and a follower answer matches, line for line.
+	if want, got := reports["zookeeper"], reports["hutch"]; want != nil && got != nil {
+		for i := range max(len(want), len(got)) {
+			w, g := "(nothing)", "(nothing)"
+			if i < len(want) {
+				w = want[i]
+			}
+			if i < len(got) {
+				g = got[i]
+			}
+			if w != g {
+				t.Errorf("ensemble answers differ:\n zookeeper: %s\n     hutch: %s", w, g)
+			}
+		}
 	}
 	// Neither server rewrote the files (ZooKeeper does only with
 	// reconfigEnabled, which this file leaves off).
