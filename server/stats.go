@@ -102,10 +102,14 @@ func (st *Stats) proposalSizes() (last, lo, hi int64) {
 	return st.proposalLast.Load(), st.proposalMin.Load(), st.proposalMax.Load()
 }
 
-// reset clears what srst clears: the packet counts and latencies.
+// reset clears what srst clears: the packet counts, latencies and
+// proposal sizes.
 func (st *Stats) reset() {
 	st.packetsReceived.Store(0)
 	st.packetsSent.Store(0)
+	st.proposalLast.Store(-1)
+	st.proposalMin.Store(-1)
+	st.proposalMax.Store(-1)
 	st.latency.reset()
 	st.readLatency.reset()
 	st.writeLatency.reset()
