@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hutchzk/hutch/session"
 )
 
 // adminCommand is one AdminServer command: its names (the first is the
@@ -70,7 +72,11 @@ func (s *Server) adminCommands() []adminCommand {
 		}},
 		{[]string{"dump"}, true, func(out map[string]any) {
 			expiry := map[string][]int64{}
-			for _, b := range s.db.ExpiryBuckets() {
+			var buckets []session.Bucket
+			if s.Mode() != "follower" { // a learner reports none, as ZooKeeper's
+				buckets = s.db.ExpiryBuckets()
+			}
+			for _, b := range buckets {
 				k := strconv.FormatInt(s.elapsedMillis(b.Expires), 10)
 				expiry[k] = append(expiry[k], b.Sessions...)
 			}

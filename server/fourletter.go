@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/hutchzk/hutch/session"
 )
 
 // Version is what hutch reports as ZooKeeper's version: the release whose
@@ -307,12 +310,34 @@ func javaDate(t time.Time) string { return t.Format("Mon Jan 02 15:04:05 MST 200
 // writeDump writes dump: the session expiry buckets, each session's
 // ephemeral nodes and the connections, as ZooKeeper's DumpCommand.
 func (s *Server) writeDump(b *strings.Builder) {
-	buckets := s.db.ExpiryBuckets()
-	total := 0
-	for _, bk := range buckets {
-		total += len(bk.Sessions)
+	b.WriteString("SessionTracker dump:\n")
+	var buckets []session.Bucket
+	if s.Mode() == "follower" {
+		// A follower does not expire sessions: like ZooKeeper's learner
+		// it lists the sessions connected through it, with their timeouts.
+		type entry struct {
+			id      int64
+			timeout time.Duration
+		}
+		var list []entry
+		for _, c := range s.openConns() {
+			if id := c.sessionID.Load(); id != 0 {
+				list = append(list, entry{id, time.Duration(c.timeout.Load())})
+			}
+		}
+		slices.SortFunc(list, func(a, b entry) int { return cmp.Compare(a.id, b.id) })
+		fmt.Fprintf(b, "Global Sessions(%d):\n", len(list))
+		for _, e := range list {
+			fmt.Fprintf(b, "0x%x\t%dms\n", e.id, e.timeout.Milliseconds())
+		}
+	} else {
+		buckets = s.db.ExpiryBuckets()
+		total := 0
+		for _, bk := range buckets {
+			total += len(bk.Sessions)
+		}
+		fmt.Fprintf(b, "Session Sets (%d)/(%d):\n", len(buckets), total)
 	}
-	fmt.Fprintf(b, "SessionTracker dump:\nSession Sets (%d)/(%d):\n", len(buckets), total)
 	expiry := map[int64]time.Time{}
 	for _, bk := range buckets {
 		fmt.Fprintf(b, "%d expire at %s:\n", len(bk.Sessions), javaDate(bk.Expires))
