@@ -45,6 +45,7 @@ func run(args []string) error {
 		secretFile     = fs.String("peer-secret-file", "", "file holding the secret, shared by every member, that authenticates peers to each other (required with --peers; at least 16 bytes)")
 		electionTO     = fs.Duration("election-timeout", raftstore.DefaultElectionTimeout, "Raft election timeout: a follower starts an election after hearing nothing from the leader for between half of it and all of it")
 		adminListen    = fs.String("admin-listen", "", "serve admin HTTP commands (/commands/ruok, /commands/digest, /commands/members) here")
+		metricsListen  = fs.String("metrics-listen", "", "serve Prometheus metrics at /metrics here (ZooKeeper's metricsProvider.httpHost:httpPort)")
 		adminToken     = fs.String("admin-token-file", "", "file holding the bearer token that admin HTTP membership changes must carry (without it they are refused)")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -89,6 +90,7 @@ func run(args []string) error {
 		ContainerCheckInterval: *containerCheck,
 		Logger:                 logger,
 		AdminAddr:              *adminListen,
+		MetricsAddr:            *metricsListen,
 		AdminToken:             token,
 		Raft:                   replication,
 	})
