@@ -1,13 +1,27 @@
 module github.com/hutchzk/hutch
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/spf13/pflag v1.1.0
 )
 
-require github.com/anishathalye/porcupine v1.3.1
+require (
+	github.com/anishathalye/porcupine v1.3.1
+	github.com/prometheus/client_golang v1.25.0
+	github.com/prometheus/client_model v0.6.3
+	github.com/prometheus/common v0.73.1
+	google.golang.org/protobuf v1.36.12
+)
+
+require (
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/pandatix/go-abnf v0.5.3 // indirect
+	github.com/prometheus/procfs v0.22.0 // indirect
+)
 
 require (
 	github.com/armon/go-metrics v0.4.1 // indirect
@@ -23,5 +37,5 @@ require (
 	github.com/mattn/go-colorable v0.1.12 // indirect
 	github.com/mattn/go-isatty v0.0.14 // indirect
 	go.etcd.io/bbolt v1.3.5
-	golang.org/x/sys v0.13.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 )

@@ -45,11 +45,12 @@ var openACL = zk.WorldACL(zk.PermAll)
 // node is one member of the ensemble. Its ports and data directory stay
 // fixed across restarts; each incarnation is a new process.
 type node struct {
-	id         int
-	clientAddr string
-	raftAddr   string
-	adminAddr  string // admin HTTP: /commands/digest
-	dataDir    string
+	id          int
+	clientAddr  string
+	raftAddr    string
+	adminAddr   string // admin HTTP: /commands/digest
+	metricsAddr string // Prometheus /metrics
+	dataDir     string
 
 	mu          sync.Mutex // guards the fields below
 	incarnation int
@@ -83,10 +84,11 @@ func startEnsemble(tb testing.TB, n int) *ensemble {
 	var peers []string
 	for i := 1; i <= n; i++ {
 		nd := &node{
-			id:         i,
-			clientAddr: "127.0.0.1:" + strconv.Itoa(realzk.FreePort(tb)),
-			raftAddr:   "127.0.0.1:" + strconv.Itoa(realzk.FreePort(tb)),
-			adminAddr:  "127.0.0.1:" + strconv.Itoa(realzk.FreePort(tb)),
+			id:          i,
+			clientAddr:  "127.0.0.1:" + strconv.Itoa(realzk.FreePort(tb)),
+			raftAddr:    "127.0.0.1:" + strconv.Itoa(realzk.FreePort(tb)),
+			adminAddr:   "127.0.0.1:" + strconv.Itoa(realzk.FreePort(tb)),
+			metricsAddr: "127.0.0.1:" + strconv.Itoa(realzk.FreePort(tb)),
 		}
 		nd.dataDir = filepath.Join(e.base, fmt.Sprintf("data-%d", i))
 		e.nodes = append(e.nodes, nd)
@@ -147,6 +149,7 @@ func (e *ensemble) start(nd *node) error {
 		"--peers", e.peers,
 		"--max-client-conns", "0",
 		"--admin-listen", nd.adminAddr,
+		"--metrics-listen", nd.metricsAddr,
 		"--data-dir", nd.dataDir,
 		"--peer-secret-file", e.secretFile,
 	}

@@ -190,6 +190,8 @@ type Store struct {
 	mux   *mux
 	trans *raft.NetworkTransport
 	bolt  *raftboltdb.BoltStore // nil when in memory
+	logs  raft.LogStore         // for the first index, which Raft's statistics lack
+	snaps *timedSnapshots
 
 	// fwdMu guards idle, inbound and closed.
 	fwdMu    sync.Mutex
@@ -288,7 +290,8 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 	rc.BatchApplyCh = true
 	rc.Logger = newHCLogger(s.log, "raft")
 
-	s.raft, err = raft.NewRaft(rc, s.fsm, logs, stable, snaps, s.trans)
+	s.logs, s.snaps = logs, newTimedSnapshots(snaps, cfg.DataDir)
+	s.raft, err = raft.NewRaft(rc, s.fsm, logs, stable, s.snaps, s.trans)
 	if err != nil {
 		s.abandon()
 		return nil, err
@@ -586,10 +589,15 @@ func (s *Store) RemoveServer(id uint64) error {
 	return s.wait(s.raft.RemoveServer(serverID(id), 0, opTimeout))
 }
 
-// Stats returns Raft's statistics plus this node's id, address and the
-// state's applied index.
+// Stats returns Raft's statistics plus this node's id, address, the
+// state's applied index, the log's first index and when the newest
+// snapshot was written (last_snapshot_unix_ms, 0 before any).
 func (s *Store) Stats() map[string]string {
 	st := s.raft.Stats()
+	if first, err := s.logs.FirstIndex(); err == nil {
+		st["first_log_index"] = strconv.FormatUint(first, 10)
+	}
+	st["last_snapshot_unix_ms"] = strconv.FormatInt(s.snaps.newest.Load(), 10)
 	st["node_id"] = strconv.FormatUint(s.cfg.NodeID, 10)
 	st["raft_addr"] = s.addr
 	st["fsm_applied_index"] = strconv.FormatUint(s.db.Applied(), 10)

@@ -169,10 +169,17 @@ func (c *raftCommitter) forwardLoop(ctx context.Context) {
 func (c *raftCommitter) forward(ctx context.Context, fb forwardBatch) {
 	deadline := time.Now().Add(c.leaderlessLimit())
 	for {
+		// Forward appends locally on the leader; only writes sent to
+		// another node count as forwarded (a leadership change between
+		// the two calls may miscount one batch).
+		remote := !c.store.IsLeader()
 		callCtx, cancel := context.WithTimeout(ctx, c.cfg.ForwardTimeout)
 		err := c.store.Forward(callCtx, fb.commands)
 		cancel()
 		if err == nil {
+			if remote {
+				c.s.stats.forwarded.Add(int64(fb.last - fb.first + 1))
+			}
 			return
 		}
 		retry := errors.Is(err, raftstore.ErrNoLeader) || errors.Is(err, raftstore.ErrNotLeader) ||

@@ -45,6 +45,8 @@ type Server struct {
 	ln       net.Listener
 	secureLn net.Listener // nil without SecureListenAddr
 	adminLn  net.Listener // nil without AdminAddr
+	// metricsLn serves /metrics; nil without MetricsAddr.
+	metricsLn net.Listener
 	// words are the four-letter words answered (the resolved whitelist).
 	words  map[string]bool
 	ctx    context.Context
@@ -111,10 +113,23 @@ func (s *Server) Start() error {
 			return fmt.Errorf("admin listen %s: %w", s.cfg.AdminAddr, err)
 		}
 	}
+	var metricsLn net.Listener
+	if s.cfg.MetricsAddr != "" {
+		if metricsLn, err = net.Listen("tcp", s.cfg.MetricsAddr); err != nil {
+			_ = ln.Close()
+			if adminLn != nil {
+				_ = adminLn.Close()
+			}
+			return fmt.Errorf("metrics listen %s: %w", s.cfg.MetricsAddr, err)
+		}
+	}
 	if err := s.commit.open(); err != nil {
 		_ = ln.Close()
 		if adminLn != nil {
 			_ = adminLn.Close()
+		}
+		if metricsLn != nil {
+			_ = metricsLn.Close()
 		}
 		return fmt.Errorf("open replication: %w", err)
 	}
@@ -123,6 +138,10 @@ func (s *Server) Start() error {
 	if adminLn != nil {
 		s.adminLn = adminLn
 		s.goLoop(func() { s.serveAdmin(adminLn) })
+	}
+	if metricsLn != nil {
+		s.metricsLn = metricsLn
+		s.goLoop(func() { s.serveMetrics(metricsLn) })
 	}
 	s.goLoop(func() { s.commit.run(s.ctx) })
 	s.goLoop(s.expiryLoop)

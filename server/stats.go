@@ -75,11 +75,13 @@ type Stats struct {
 	latency                                *latencyStats
 	readLatency                            *latencyStats
 	writeLatency                           *latencyStats
+	durations                              requestDurations // for /metrics
 	started                                time.Time
 }
 
 func (st *Stats) init() {
 	st.latency, st.readLatency, st.writeLatency = newLatencyStats(), newLatencyStats(), newLatencyStats()
+	st.durations = newRequestDurations()
 	st.started = time.Now()
 	st.proposalLast.Store(-1)
 	st.proposalMin.Store(-1)
@@ -338,7 +340,9 @@ func (c *conn) answered(r request, zxid int64) {
 	if r.op == wire.OpAuth || r.op == wire.OpSASL {
 		return // answered by the connection itself, as in ZooKeeper
 	}
-	ms := c.stats.replied(r, zxid, time.Now())
+	now := time.Now()
+	ms := c.stats.replied(r, zxid, now)
+	s.stats.durations.observe(r.op, now.Sub(r.start))
 	s.stats.latency.add(ms)
 	if isRead(r.op) {
 		s.stats.readLatency.add(ms)
