@@ -8,18 +8,21 @@ import (
 	"unicode/utf8"
 
 	"github.com/hutchzk/hutch/wire"
+	"github.com/hutchzk/hutch/x500"
 )
 
-// Schemes ZooKeeper 3.8 registers by default. Only these have an
-// authentication provider, so ACL entries of any other scheme (except
-// world:anyone and the "auth" placeholder) are refused as InvalidACL and never
-// match in checkACL.
+// Schemes with an authentication provider: ZooKeeper 3.8's defaults, and
+// x509, which hutch always provides (as a ZooKeeper configured with
+// authProvider.x509=X509AuthenticationProvider for its secure port). ACL
+// entries of any other scheme (except world:anyone and the "auth"
+// placeholder) are refused as InvalidACL and never match in checkACL.
 const (
 	schemeWorld  = "world"
 	schemeAuth   = "auth"
 	schemeDigest = "digest"
 	schemeIP     = "ip"
 	schemeSuper  = "super"
+	schemeX509   = "x509"
 )
 
 // openACL is ZooDefs.Ids.OPEN_ACL_UNSAFE, the ACL of the built-in nodes.
@@ -40,7 +43,7 @@ func DigestID(userPass string) string {
 // fixupACL validates an ACL from create or setACL and expands "auth" entries,
 // as PrepRequestProcessor.fixupACL: duplicates are dropped first, an empty list
 // is invalid, world must be "anyone", "auth" becomes one entry per
-// authenticated identity of the connection (only digest ids: ip is not an
+// authenticated identity of the connection (digest and x509 ids: ip is not an
 // authenticating provider and super has no provider), and other schemes must
 // pass their provider's isValid.
 func fixupACL(auth []wire.ID, acl []wire.ACL) ([]wire.ACL, error) {
@@ -68,7 +71,7 @@ func fixupACL(auth []wire.ID, acl []wire.ACL) ([]wire.ACL, error) {
 		case a.ID.Scheme == schemeAuth:
 			valid := false
 			for _, id := range auth {
-				if id.Scheme == schemeDigest {
+				if id.Scheme == schemeDigest || id.Scheme == schemeX509 {
 					valid = true
 					out = append(out, wire.ACL{Perms: a.Perms, ID: id})
 				}
@@ -77,7 +80,8 @@ func fixupACL(auth []wire.ID, acl []wire.ACL) ([]wire.ACL, error) {
 				return nil, ErrInvalidACL
 			}
 		case a.ID.Scheme == schemeDigest && validDigestID(a.ID.ID),
-			a.ID.Scheme == schemeIP && validIPACL(a.ID.ID):
+			a.ID.Scheme == schemeIP && validIPACL(a.ID.ID),
+			a.ID.Scheme == schemeX509 && x500.Valid(a.ID.ID):
 			out = append(out, a)
 		default:
 			return nil, ErrInvalidACL
@@ -110,7 +114,7 @@ func checkACL(acl []wire.ACL, perm int32, auth []wire.ID) error {
 				continue
 			}
 			switch id.Scheme {
-			case schemeDigest:
+			case schemeDigest, schemeX509:
 				if id.ID == a.ID.ID {
 					return nil
 				}
