@@ -59,7 +59,7 @@ type Server struct {
 	// before.
 	connsMu    sync.Mutex
 	conns      map[int64]*conn // by connection id: the key of its watches and of its sessions' ownership
-	perIP      map[string]int
+	perIP      map[string]int  // by connLimitKey
 	nextConnID int64
 
 	// idsMu guards ids.
@@ -68,10 +68,12 @@ type Server struct {
 
 	ln      net.Listener
 	adminLn net.Listener // nil without AdminAddr
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	closed  atomic.Bool
+	// secureLn is the TLS client port, nil without SecureListenAddr.
+	secureLn net.Listener
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	closed   atomic.Bool
 	// notServing is set while a replicated node knows no leader: like a
 	// ZooKeeper follower that lost its leader, it drops its clients and
 	// turns new ones away so they move to a node in the majority.
@@ -130,10 +132,21 @@ func (s *Server) Start() error {
 			return fmt.Errorf("admin listen %s: %w", s.cfg.AdminAddr, err)
 		}
 	}
+	secureLn, err := s.listenSecure()
+	if err != nil {
+		_ = ln.Close()
+		if adminLn != nil {
+			_ = adminLn.Close()
+		}
+		return err
+	}
 	if err := s.commit.open(); err != nil {
 		_ = ln.Close()
 		if adminLn != nil {
 			_ = adminLn.Close()
+		}
+		if secureLn != nil {
+			_ = secureLn.Close()
 		}
 		return fmt.Errorf("open replication: %w", err)
 	}
@@ -146,7 +159,12 @@ func (s *Server) Start() error {
 	s.goLoop(func() { s.commit.run(s.ctx) })
 	s.goLoop(s.expiryLoop)
 	s.goLoop(s.cleanupLoop)
-	s.goLoop(s.acceptLoop)
+	s.goLoop(func() { s.acceptLoop(ln, nil) })
+	if secureLn != nil {
+		s.secureLn = secureLn
+		s.goLoop(func() { s.acceptLoop(secureLn, s.wrapTLS) })
+		s.log.Info("serving TLS", "addr", secureLn.Addr().String())
+	}
 	s.log.Info("serving", "addr", ln.Addr().String(), "tickTime", s.cfg.TickTime,
 		"minSessionTimeout", s.cfg.MinSessionTimeout, "maxSessionTimeout", s.cfg.MaxSessionTimeout)
 	return nil
@@ -182,6 +200,9 @@ func (s *Server) Close() error {
 		return nil // never started
 	}
 	err := s.ln.Close()
+	if s.secureLn != nil {
+		_ = s.secureLn.Close()
+	}
 	s.cancel()
 	open := s.openConns()
 	for _, c := range open {
@@ -217,9 +238,11 @@ func (s *Server) Digest() (digest uint64, lastZxid int64) { return s.db.Digest()
 // Mode is srvr's Mode line: standalone, leader or follower.
 func (s *Server) Mode() string { return s.commit.mode() }
 
-func (s *Server) acceptLoop() {
+// acceptLoop serves one client port; wrap, when not nil, turns each
+// accepted socket into the connection served (TLS on the secure port).
+func (s *Server) acceptLoop(ln net.Listener, wrap func(net.Conn) net.Conn) {
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			if s.closed.Load() || errors.Is(err, net.ErrClosed) {
 				return
@@ -237,11 +260,20 @@ func (s *Server) acceptLoop() {
 			_ = nc.Close()
 			continue
 		}
+		if wrap != nil {
+			nc = wrap(nc)
+		}
 		c, ok := s.register(nc)
 		if !ok {
 			continue
 		}
-		s.goLoop(func() { c.serve() })
+		s.goLoop(func() {
+			if !c.startTLS() {
+				s.unregister(c)
+				return
+			}
+			c.serve()
+		})
 	}
 }
 
@@ -249,6 +281,7 @@ func (s *Server) acceptLoop() {
 // maximum number open.
 func (s *Server) register(nc net.Conn) (*conn, bool) {
 	ip := remoteIP(nc.RemoteAddr())
+	limitKey := connLimitKey(nc, ip)
 	s.connsMu.Lock()
 	if s.closed.Load() {
 		// Close has taken its list of connections; this one would be
@@ -257,13 +290,13 @@ func (s *Server) register(nc net.Conn) (*conn, bool) {
 		_ = nc.Close()
 		return nil, false
 	}
-	if s.cfg.MaxClientConnsPerIP > 0 && s.perIP[ip] >= s.cfg.MaxClientConnsPerIP {
+	if s.cfg.MaxClientConnsPerIP > 0 && s.perIP[limitKey] >= s.cfg.MaxClientConnsPerIP {
 		s.connsMu.Unlock()
 		s.log.Warn("too many connections from address", "ip", ip, "max", s.cfg.MaxClientConnsPerIP)
 		_ = nc.Close()
 		return nil, false
 	}
-	s.perIP[ip]++
+	s.perIP[limitKey]++
 	s.nextConnID++
 	c := newConn(s, nc, s.nextConnID, ip)
 	s.conns[c.id] = c
@@ -277,10 +310,11 @@ func (s *Server) unregister(c *conn) {
 	s.db.RemoveWatcher(c.id)
 	s.connsMu.Lock()
 	delete(s.conns, c.id)
-	if n := s.perIP[c.ip] - 1; n > 0 {
-		s.perIP[c.ip] = n
+	limitKey := connLimitKey(c.nc, c.ip)
+	if n := s.perIP[limitKey] - 1; n > 0 {
+		s.perIP[limitKey] = n
 	} else {
-		delete(s.perIP, c.ip)
+		delete(s.perIP, limitKey)
 	}
 	s.connsMu.Unlock()
 	s.stats.connections.Add(-1)
