@@ -11,8 +11,9 @@ import (
 
 // authenticate handles an auth packet. digest adds "digest:user:hash" (and
 // "super" when it matches the configured super digest); ip adds the
-// connection's address. Anything else fails, and as in ZooKeeper the
-// connection is then closed after the AuthFailed reply.
+// connection's address; x509 succeeds only on a connection whose client
+// certificate already gave it an x509 identity. Anything else fails, and as
+// in ZooKeeper the connection is then closed after the AuthFailed reply.
 func (c *conn) authenticate(h wire.RequestHeader) bool {
 	var r wire.AuthPacket
 	if !c.decode(h, &r) {
@@ -32,6 +33,8 @@ func (c *conn) authenticate(h wire.RequestHeader) bool {
 		if net.ParseIP(c.ip) != nil {
 			added = append(added, wire.ID{Scheme: "ip", ID: c.ip})
 		}
+	case schemeX509:
+		added = c.certificateIdentities()
 	}
 	if len(added) == 0 {
 		c.srv.log.Warn("authentication failed", "scheme", r.Scheme, "session", c.sessionID.Load(), "ip", c.ip)

@@ -144,6 +144,9 @@ func (c Config) check() error {
 	if c.ServerID < 1 || c.ServerID > MaxServerID {
 		return fmt.Errorf("server id %d out of range: it must be 1 to %d (session ids carry it in one byte, and 255 reads as a TTL owner)", c.ServerID, MaxServerID)
 	}
+	if err := c.checkTLS(); err != nil {
+		return err
+	}
 	if c.Raft != nil {
 		if c.Raft.NodeID < 1 || c.Raft.NodeID > MaxServerID {
 			return fmt.Errorf("node id %d out of range: it must be 1 to %d", c.Raft.NodeID, MaxServerID)

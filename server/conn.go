@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -62,6 +63,7 @@ func newConn(s *Server, nc net.Conn, id int64, ip string) *conn {
 		out: newOutbound(),
 	}
 	c.stats = newConnStats(time.Now())
+	_, c.secure = nc.(*tls.Conn)
 	c.auth.Store(&[]wire.ID{{Scheme: "ip", ID: ip}})
 	return c
 }

@@ -1,4 +1,5 @@
-// Package server speaks the ZooKeeper client protocol over TCP. Its state
+// Package server speaks the ZooKeeper client protocol over TCP (and over TLS
+// on a secure port, where a client certificate is an x509 identity). Its state
 // is a zkdb.DB, changed only by a committer (a single node's, or the Raft
 // one) applying commands; the server turns what each command did into
 // replies, notifications and closed connections. It owns every goroutine:

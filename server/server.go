@@ -35,15 +35,16 @@ type Server struct {
 	// before.
 	connsMu    sync.Mutex
 	conns      map[int64]*conn // by connection id: the key of its watches and of its sessions' ownership
-	perIP      map[string]int
+	perIP      map[string]int  // by connLimitKey
 	nextConnID int64
 
 	// idsMu guards ids.
 	idsMu sync.Mutex
 	ids   *session.IDGenerator
 
-	ln       net.Listener
-	secureLn net.Listener // nil without SecureListenAddr
+	ln net.Listener
+	// secureLn is the TLS client port, nil without SecureListenAddr.
+	secureLn net.Listener
 	adminLn  net.Listener // nil without AdminAddr
 	// metricsLn serves /metrics; nil without MetricsAddr.
 	metricsLn net.Listener
@@ -102,34 +103,40 @@ func (s *Server) Start() error {
 	}
 	// Bind the ports first: a port in use must not leave replication
 	// running behind a server that failed to start.
-	ln, err := net.Listen("tcp", s.cfg.ListenAddr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", s.cfg.ListenAddr, err)
-	}
-	var adminLn net.Listener
-	if s.cfg.AdminAddr != "" {
-		if adminLn, err = net.Listen("tcp", s.cfg.AdminAddr); err != nil {
-			_ = ln.Close()
-			return fmt.Errorf("admin listen %s: %w", s.cfg.AdminAddr, err)
+	var bound []net.Listener
+	listen := func(what, addr string) (net.Listener, error) {
+		if addr == "" {
+			return nil, nil
 		}
-	}
-	var metricsLn net.Listener
-	if s.cfg.MetricsAddr != "" {
-		if metricsLn, err = net.Listen("tcp", s.cfg.MetricsAddr); err != nil {
-			_ = ln.Close()
-			if adminLn != nil {
-				_ = adminLn.Close()
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			for _, b := range bound {
+				_ = b.Close()
 			}
-			return fmt.Errorf("metrics listen %s: %w", s.cfg.MetricsAddr, err)
+			return nil, fmt.Errorf("%s %s: %w", what, addr, err)
 		}
+		bound = append(bound, l)
+		return l, nil
+	}
+	ln, err := listen("listen", s.cfg.ListenAddr)
+	if err != nil {
+		return err
+	}
+	adminLn, err := listen("admin listen", s.cfg.AdminAddr)
+	if err != nil {
+		return err
+	}
+	secureLn, err := listen("secure listen", s.cfg.SecureListenAddr)
+	if err != nil {
+		return err
+	}
+	metricsLn, err := listen("metrics listen", s.cfg.MetricsAddr)
+	if err != nil {
+		return err
 	}
 	if err := s.commit.open(); err != nil {
-		_ = ln.Close()
-		if adminLn != nil {
-			_ = adminLn.Close()
-		}
-		if metricsLn != nil {
-			_ = metricsLn.Close()
+		for _, b := range bound {
+			_ = b.Close()
 		}
 		return fmt.Errorf("open replication: %w", err)
 	}
@@ -146,7 +153,12 @@ func (s *Server) Start() error {
 	s.goLoop(func() { s.commit.run(s.ctx) })
 	s.goLoop(s.expiryLoop)
 	s.goLoop(s.cleanupLoop)
-	s.goLoop(s.acceptLoop)
+	s.goLoop(func() { s.acceptLoop(ln, nil) })
+	if secureLn != nil {
+		s.secureLn = secureLn
+		s.goLoop(func() { s.acceptLoop(secureLn, s.wrapTLS) })
+		s.log.Info("serving TLS", "addr", secureLn.Addr().String())
+	}
 	s.log.Info("serving", "addr", ln.Addr().String(), "tickTime", s.cfg.TickTime,
 		"minSessionTimeout", s.cfg.MinSessionTimeout, "maxSessionTimeout", s.cfg.MaxSessionTimeout)
 	return nil
@@ -162,14 +174,6 @@ func (s *Server) goLoop(f func()) {
 
 // Addr is the address clients connect to.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
-
-// SecureAddr is the TLS client address, or nil without one.
-func (s *Server) SecureAddr() net.Addr {
-	if s.secureLn == nil {
-		return nil
-	}
-	return s.secureLn.Addr()
-}
 
 // AdminAddr is the admin HTTP address, or nil without one.
 func (s *Server) AdminAddr() net.Addr {
@@ -190,6 +194,9 @@ func (s *Server) Close() error {
 		return nil // never started
 	}
 	err := s.ln.Close()
+	if s.secureLn != nil {
+		_ = s.secureLn.Close()
+	}
 	s.cancel()
 	open := s.openConns()
 	for _, c := range open {
@@ -236,9 +243,11 @@ func (s *Server) Digest() (digest uint64, lastZxid int64) { return s.db.Digest()
 // Mode is srvr's Mode line: standalone, leader or follower.
 func (s *Server) Mode() string { return s.commit.mode() }
 
-func (s *Server) acceptLoop() {
+// acceptLoop serves one client port; wrap, when not nil, turns each
+// accepted socket into the connection served (TLS on the secure port).
+func (s *Server) acceptLoop(ln net.Listener, wrap func(net.Conn) net.Conn) {
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			if s.closed.Load() || errors.Is(err, net.ErrClosed) {
 				return
@@ -256,11 +265,20 @@ func (s *Server) acceptLoop() {
 			_ = nc.Close()
 			continue
 		}
+		if wrap != nil {
+			nc = wrap(nc)
+		}
 		c, ok := s.register(nc)
 		if !ok {
 			continue
 		}
-		s.goLoop(func() { c.serve() })
+		s.goLoop(func() {
+			if !c.startTLS() {
+				s.unregister(c)
+				return
+			}
+			c.serve()
+		})
 	}
 }
 
@@ -268,6 +286,7 @@ func (s *Server) acceptLoop() {
 // maximum number open.
 func (s *Server) register(nc net.Conn) (*conn, bool) {
 	ip := remoteIP(nc.RemoteAddr())
+	limitKey := connLimitKey(nc, ip)
 	s.connsMu.Lock()
 	if s.closed.Load() {
 		// Close has taken its list of connections; this one would be
@@ -276,13 +295,13 @@ func (s *Server) register(nc net.Conn) (*conn, bool) {
 		_ = nc.Close()
 		return nil, false
 	}
-	if s.cfg.MaxClientConnsPerIP > 0 && s.perIP[ip] >= s.cfg.MaxClientConnsPerIP {
+	if s.cfg.MaxClientConnsPerIP > 0 && s.perIP[limitKey] >= s.cfg.MaxClientConnsPerIP {
 		s.connsMu.Unlock()
 		s.log.Warn("too many connections from address", "ip", ip, "max", s.cfg.MaxClientConnsPerIP)
 		_ = nc.Close()
 		return nil, false
 	}
-	s.perIP[ip]++
+	s.perIP[limitKey]++
 	s.nextConnID++
 	c := newConn(s, nc, s.nextConnID, ip)
 	s.conns[c.id] = c
@@ -296,10 +315,11 @@ func (s *Server) unregister(c *conn) {
 	s.db.RemoveWatcher(c.id)
 	s.connsMu.Lock()
 	delete(s.conns, c.id)
-	if n := s.perIP[c.ip] - 1; n > 0 {
-		s.perIP[c.ip] = n
+	limitKey := connLimitKey(c.nc, c.ip)
+	if n := s.perIP[limitKey] - 1; n > 0 {
+		s.perIP[limitKey] = n
 	} else {
-		delete(s.perIP, c.ip)
+		delete(s.perIP, limitKey)
 	}
 	s.connsMu.Unlock()
 	s.stats.connections.Add(-1)

@@ -9,13 +9,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/hutchzk/hutch/wire"
+	"github.com/hutchzk/hutch/x500"
 )
 
-// Schemes ZooKeeper 3.8 registers by default, and "sasl", registered when
-// the tree accepts SASL (Tree.EnableSASL). Only these have an
-// authentication provider, so ACL entries of any other scheme (except
-// world:anyone and the "auth" placeholder) are refused as InvalidACL and never
-// match in checkACL.
+// Schemes with an authentication provider: ZooKeeper 3.8's defaults;
+// x509, which hutch always provides (as a ZooKeeper configured with
+// authProvider.x509=X509AuthenticationProvider for its secure port); and
+// "sasl", registered when the tree accepts SASL (Tree.EnableSASL). ACL
+// entries of any other scheme (except world:anyone and the "auth"
+// placeholder) are refused as InvalidACL and never match in checkACL.
 const (
 	schemeWorld  = "world"
 	schemeAuth   = "auth"
@@ -23,6 +25,7 @@ const (
 	schemeIP     = "ip"
 	schemeSuper  = "super"
 	schemeSASL   = "sasl"
+	schemeX509   = "x509"
 )
 
 // openACL is ZooDefs.Ids.OPEN_ACL_UNSAFE, the ACL of the built-in nodes.
@@ -43,10 +46,10 @@ func DigestID(userPass string) string {
 // fixupACL validates an ACL from create or setACL and expands "auth" entries,
 // as PrepRequestProcessor.fixupACL: duplicates are dropped first, an empty list
 // is invalid, world must be "anyone", "auth" becomes one entry per
-// authenticated identity of the connection (digest and sasl ids: ip is not
-// an authenticating provider and super has no provider), and other schemes
-// must pass their provider's isValid. sasl tells whether the sasl provider
-// is registered.
+// authenticated identity of the connection (digest, x509 and sasl ids: ip
+// is not an authenticating provider and super has no provider), and other
+// schemes must pass their provider's isValid. sasl tells whether the sasl
+// provider is registered.
 func fixupACL(auth []wire.ID, acl []wire.ACL, sasl bool) ([]wire.ACL, error) {
 	uniq := make([]wire.ACL, 0, len(acl))
 	for _, a := range acl {
@@ -72,7 +75,7 @@ func fixupACL(auth []wire.ID, acl []wire.ACL, sasl bool) ([]wire.ACL, error) {
 		case a.ID.Scheme == schemeAuth:
 			valid := false
 			for _, id := range auth {
-				if id.Scheme == schemeDigest || (sasl && id.Scheme == schemeSASL) {
+				if id.Scheme == schemeDigest || id.Scheme == schemeX509 || (sasl && id.Scheme == schemeSASL) {
 					valid = true
 					out = append(out, wire.ACL{Perms: a.Perms, ID: id})
 				}
@@ -82,6 +85,7 @@ func fixupACL(auth []wire.ID, acl []wire.ACL, sasl bool) ([]wire.ACL, error) {
 			}
 		case a.ID.Scheme == schemeDigest && validDigestID(a.ID.ID),
 			a.ID.Scheme == schemeIP && validIPACL(a.ID.ID),
+			a.ID.Scheme == schemeX509 && x500.Valid(a.ID.ID),
 			a.ID.Scheme == schemeSASL && sasl && validKerberosName(a.ID.ID):
 			out = append(out, a)
 		default:
@@ -115,7 +119,7 @@ func checkACL(acl []wire.ACL, perm int32, auth []wire.ID) error {
 				continue
 			}
 			switch id.Scheme {
-			case schemeDigest:
+			case schemeDigest, schemeX509:
 				if id.ID == a.ID.ID {
 					return nil
 				}

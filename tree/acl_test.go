@@ -52,11 +52,34 @@ func TestFixupACL(t *testing.T) {
 		{"auth expands digest ids in order", []wire.ID{localIP, aliceID, superID, bobID}, []wire.ACL{authACL},
 			[]wire.ACL{{Perms: wire.PermRead, ID: aliceID}, {Perms: wire.PermRead, ID: bobID}}, nil},
 		{"one bad entry spoils all", nil, []wire.ACL{w(31), a("digest", "x")}, nil, ErrInvalidACL},
+		{"x509 ok", nil, []wire.ACL{a("x509", "CN=client,OU=hutch,O=test")}, []wire.ACL{a("x509", "CN=client,OU=hutch,O=test")}, nil},
+		{"x509 empty name ok", nil, []wire.ACL{a("x509", "")}, []wire.ACL{a("x509", "")}, nil},
+		{"x509 not a name", nil, []wire.ACL{a("x509", "client")}, nil, ErrInvalidACL},
+		{"auth expands x509 ids", []wire.ID{localIP, x509ID}, []wire.ACL{authACL}, []wire.ACL{{Perms: wire.PermRead, ID: x509ID}}, nil},
 	}
 	for _, c := range cases {
 		got, err := fixupACL(c.auth, c.in, false)
 		if err != c.err || (err == nil && !reflect.DeepEqual(got, c.want)) {
 			t.Errorf("%s: got %v, %v; want %v, %v", c.name, got, err, c.want, c.err)
+		}
+	}
+}
+
+func TestCheckACLX509(t *testing.T) {
+	acl := []wire.ACL{{Perms: wire.PermRead, ID: x509ID}}
+	for _, c := range []struct {
+		name string
+		auth []wire.ID
+		want error
+	}{
+		{"same name", []wire.ID{localIP, x509ID}, nil},
+		{"other name", []wire.ID{{Scheme: "x509", ID: "CN=other,OU=hutch,O=test"}}, ErrNoAuth},
+		{"names compare as strings", []wire.ID{{Scheme: "x509", ID: "cn=client,ou=hutch,o=test"}}, ErrNoAuth},
+		{"same text, other scheme", []wire.ID{{Scheme: "digest", ID: x509ID.ID}}, ErrNoAuth},
+		{"no identity", nil, ErrNoAuth},
+	} {
+		if got := checkACL(acl, wire.PermRead, c.auth); got != c.want {
+			t.Errorf("%s: checkACL = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -13,6 +13,7 @@ var (
 	aliceID  = wire.ID{Scheme: "digest", ID: DigestID("alice:pw")}
 	bobID    = wire.ID{Scheme: "digest", ID: DigestID("bob:pw")}
 	localIP  = wire.ID{Scheme: "ip", ID: "10.1.2.3"}
+	x509ID   = wire.ID{Scheme: "x509", ID: "CN=client,OU=hutch,O=test"}
 	remoteIP = wire.ID{Scheme: "ip", ID: "192.168.0.9"}
 )
 

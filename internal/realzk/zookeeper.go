@@ -51,6 +51,7 @@ type options struct {
 	tickTime time.Duration
 	config   [][2]string // extra zoo.cfg lines, in order
 	props    [][2]string // extra JVM system properties
+	jars     []string    // extra classpath entries, in JavaDir
 }
 
 // TickTime sets zoo.cfg's tickTime (2 s by default), which also scales the
@@ -78,6 +79,13 @@ func (o *options) configured(key string) bool {
 // SystemProperty("znode.container.checkIntervalMs", "500").
 func SystemProperty(key, value string) Option {
 	return func(o *options) { o.props = append(o.props, [2]string{key, value}) }
+}
+
+// Jars adds jars from JavaDir to the server's classpath, e.g. the netty
+// codec and resolver jars that Debian's zookeeper.jar manifest leaves out
+// and NettyServerCnxnFactory needs.
+func Jars(names ...string) Option {
+	return func(o *options) { o.jars = append(o.jars, names...) }
 }
 
 // Start runs ZooKeeper standalone on a free loopback port with a fresh data
@@ -173,7 +181,7 @@ func zookeeperCommand(dir string, port int, o options) (*exec.Cmd, string, error
 	}
 
 	cp := []string{conf}
-	for _, jar := range serverJars {
+	for _, jar := range append(append([]string(nil), serverJars...), o.jars...) {
 		cp = append(cp, filepath.Join(JavaDir, jar))
 	}
 	if admin {
