@@ -74,6 +74,16 @@ func saslTargets() []target {
 			users := map[string]string{saslUser: saslPassword, "super": "supersecret"}
 			return startHutchConfig(tb, server.Config{SASLUsers: users}, slog.LevelDebug)
 		}},
+		{name: "hutch-binary", start: func(tb testing.TB) string {
+			// ZooKeeper's keys, and the JAAS file by hutch.jaasFile where
+			// ZooKeeper takes -Djava.security.auth.login.config.
+			jaas := writeFile(tb, "server-jaas.conf", saslServerJAAS)
+			cfg := writeFile(tb, "zoo.cfg", "dataDir="+tb.TempDir()+"\nclientPort=2181\n"+
+				"admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\n"+
+				"authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n"+
+				"hutch.jaasFile="+jaas+"\n")
+			return realzk.StartHutchBinary(tb, realzk.BuildHutch(tb), "--config", cfg).Addr
+		}},
 	}
 }
 

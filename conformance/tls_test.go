@@ -66,6 +66,7 @@ func tlsTargets() []tlsTarget {
 	return []tlsTarget{
 		{"zookeeper", startZooKeeperTLS},
 		{"hutch", startHutchTLS},
+		{"hutch-binary", startHutchBinaryTLS},
 	}
 }
 
@@ -142,6 +143,24 @@ func startHutchTLS(tb testing.TB, pki *tlsPKI) (string, string) {
 	dumpOnFailure(tb, "hutch log", logs)
 	tb.Cleanup(func() { _ = srv.Close() })
 	return srv.Addr().String(), srv.SecureAddr().String()
+}
+
+// startHutchBinaryTLS runs the hutch binary from a zoo.cfg holding the
+// keys startZooKeeperTLS gives ZooKeeper, unchanged.
+func startHutchBinaryTLS(tb testing.TB, pki *tlsPKI) (string, string) {
+	tb.Helper()
+	port := strconv.Itoa(realzk.FreePort(tb))
+	cfg := writeFile(tb, "zoo.cfg", "dataDir="+tb.TempDir()+"\nclientPort=2181\n"+
+		"admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\n"+
+		"secureClientPort="+port+"\nsecureClientPortAddress=127.0.0.1\n"+
+		"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n"+
+		"ssl.keyStore.location="+pki.server.Combined+"\nssl.keyStore.type=PEM\n"+
+		"ssl.trustStore.location="+pki.ca.CertFile+"\nssl.trustStore.type=PEM\n"+
+		"authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider\n")
+	h := realzk.StartHutchBinary(tb, realzk.BuildHutch(tb), "--config", cfg)
+	secure := "127.0.0.1:" + port
+	waitTLSPort(tb, secure)
+	return h.Addr, secure
 }
 
 // forEachTLSTarget runs check against each target and then compares what

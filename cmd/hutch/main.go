@@ -4,6 +4,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -87,6 +89,10 @@ type flags struct {
 	metricsListen  string
 	fourLetter     []string
 	jaasFile       string
+	secureListen   string
+	keyStore       string
+	trustStore     string
+	clientAuth     string
 }
 
 func newFlags() (*pflag.FlagSet, *flags) {
@@ -110,6 +116,10 @@ func newFlags() (*pflag.FlagSet, *flags) {
 	fs.DurationVar(&f.electionTO, "election-timeout", raftstore.DefaultElectionTimeout, "Raft election timeout: a follower starts an election after hearing nothing from the leader for between half of it and all of it")
 	fs.StringVar(&f.adminListen, "admin-listen", "", "serve admin HTTP commands (/commands/ruok, /commands/digest, /commands/members) here (zoo.cfg: admin.serverAddress:admin.serverPort when admin.enableServer)")
 	fs.StringVar(&f.adminToken, "admin-token-file", "", "file holding the bearer token that admin HTTP membership changes must carry (without it they are refused; zoo.cfg: hutch.adminTokenFile)")
+	fs.StringVar(&f.secureListen, "secure-listen", "", "serve clients over TLS here as well (zoo.cfg: secureClientPortAddress:secureClientPort); needs --ssl-keystore")
+	fs.StringVar(&f.keyStore, "ssl-keystore", "", "PEM file holding the TLS server certificate chain and its unencrypted private key (zoo.cfg: ssl.keyStore.location)")
+	fs.StringVar(&f.trustStore, "ssl-truststore", "", "PEM bundle of the CAs that sign client certificates; a verified one adds the identity x509:<subject DN> (zoo.cfg: ssl.trustStore.location)")
+	fs.StringVar(&f.clientAuth, "ssl-client-auth", "need", "client certificates on the TLS port: none, want (checked when given) or need (zoo.cfg: ssl.clientAuth)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics at /metrics here (zoo.cfg: metricsProvider.httpHost:httpPort with the Prometheus provider)")
 	fs.StringSliceVar(&f.fourLetter, "four-letter-words", nil, "four-letter words answered, or * for all; srvr always answers (zoo.cfg: 4lw.commands.whitelist; default: all on a loopback-only client port, else ruok,srvr,isro; with a zoo.cfg, srvr only, as in ZooKeeper)")
 	fs.StringVar(&f.jaasFile, "jaas-file", "", `JAAS file whose Server section lists the SASL DIGEST-MD5 users (user_<name>="<password>"), as java.security.auth.login.config (zoo.cfg: hutch.jaasFile)`)
@@ -177,6 +187,15 @@ func configure(fs *pflag.FlagSet, f *flags, logger *slog.Logger) (server.Config,
 	if fs.Changed("four-letter-words") {
 		words = f.fourLetter
 	}
+	secureListen, tlsConfig := file.secureListen, file.tls
+	if fs.Changed("secure-listen") {
+		secureListen = f.secureListen
+	}
+	if fs.Changed("ssl-keystore") || fs.Changed("ssl-truststore") || fs.Changed("ssl-client-auth") || (secureListen != "" && tlsConfig == nil) {
+		if tlsConfig, err = tlsFromFlags(f); err != nil {
+			return server.Config{}, err
+		}
+	}
 	var saslUsers map[string]string
 	if f.jaasFile != "" {
 		section := file.jaasSection
@@ -200,8 +219,8 @@ func configure(fs *pflag.FlagSet, f *flags, logger *slog.Logger) (server.Config,
 		AdminAddr:              f.adminListen,
 		AdminToken:             token,
 		FourLetterWords:        words,
-		SecureListenAddr:       file.secureListen,
-		TLS:                    file.tls,
+		SecureListenAddr:       secureListen,
+		TLS:                    tlsConfig,
 		SASLUsers:              saslUsers,
 		MetricsAddr:            f.metricsListen,
 		InitLimit:              file.initLimit,
@@ -290,4 +309,28 @@ func readSecret(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s holds %d bytes; at least %d are needed", path, len(b), minSecret)
 	}
 	return b, nil
+}
+
+// tlsFromFlags builds the TLS port's configuration from the --ssl-* flags,
+// read as zoo.cfg's ssl.* keys are.
+func tlsFromFlags(f *flags) (*tls.Config, error) {
+	switch f.clientAuth {
+	case "none", "want", "need":
+	default:
+		return nil, fmt.Errorf("--ssl-client-auth: %q is not none, want or need", f.clientAuth)
+	}
+	if f.keyStore == "" {
+		return nil, fmt.Errorf("--secure-listen needs --ssl-keystore: a PEM file with the server's certificate and private key")
+	}
+	zc := zoocfg.Config{SecureClientPort: 1, SSL: zoocfg.SSL{KeyStoreLocation: f.keyStore, TrustStoreLocation: f.trustStore, ClientAuth: f.clientAuth}}
+	c, err := zc.TLSConfig()
+	var fe *zoocfg.Error
+	if errors.As(err, &fe) {
+		flag := map[string]string{"ssl.keyStore.location": "--ssl-keystore", "ssl.trustStore.location": "--ssl-truststore"}[fe.Key]
+		if flag == "" {
+			flag = "--ssl-keystore"
+		}
+		return nil, fmt.Errorf("%s: %w", flag, fe.Err)
+	}
+	return c, err
 }
