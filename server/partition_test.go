@@ -58,20 +58,28 @@ func TestClusterPartitionedLeader(t *testing.T) {
 		l := leaderOf(majority)
 		return l != nil
 	})
-	t.Logf("majority elected a leader %v after the cut", time.Since(cut).Round(time.Millisecond))
+	elected := time.Since(cut)
+	t.Logf("majority elected a leader %v after the cut", elected.Round(time.Millisecond))
+	// A follower that hears from no leader for two election timeouts drops
+	// its clients, as it can no longer vouch for their sessions; on a
+	// loaded machine the election can take that long, and then the drop is
+	// the intended behaviour, not a failure.
+	slowElection := elected > majority[0].commit.(*raftCommitter).leaderlessLimit()
 	waitFor(t, 10*time.Second, "the cut-off leader to step down", func() bool { return !isLeader(old) })
 	t.Logf("old leader stepped down %v after the cut", time.Since(cut).Round(time.Millisecond))
 
 	select {
 	case err := <-syncDuringElection:
-		if err != nil {
+		if err != nil && slowElection {
+			t.Logf("the election took %v, past two election timeouts: the follower dropped its client (%v)", elected, err)
+		} else if err != nil {
 			t.Fatalf("sync on a follower during the election: %v", err)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("sync on a follower during the election not answered in 20s")
 	}
 	for len(followerEvents) > 0 {
-		if ev := <-followerEvents; ev.State == zk.StateDisconnected {
+		if ev := <-followerEvents; ev.State == zk.StateDisconnected && !slowElection {
 			t.Fatalf("the follower's client was disconnected during the election: %+v", ev)
 		}
 	}
