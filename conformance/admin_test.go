@@ -49,7 +49,7 @@ func TestAdminCommands(t *testing.T) {
 	commands := []string{"ruok", "server_stats", "srvr", "stats", "stat", "monitor", "mntr", "configuration", "conf",
 		"connections", "cons", "environment", "envi", "dump", "watch_summary", "wchs", "watches", "wchc",
 		"watches_by_path", "wchp", "dirs", "hash", "is_read_only", "isro", "last_snapshot", "leader",
-		"voting_view", "zabstate", "observers", "connection_stat_reset", "stat_reset", "initial_configuration"}
+		"voting_view", "zabstate", "observers", "connection_stat_reset", "stat_reset", "initial_configuration", "no_such_command"}
 	shapes := map[string][]string{}
 	for _, st := range starts {
 		t.Run(st.name, func(t *testing.T) {

@@ -55,7 +55,8 @@ func (s *Server) adminHandler() http.Handler {
 	mux.HandleFunc("GET /commands/{name}", func(w http.ResponseWriter, r *http.Request) {
 		cmd := byName[r.PathValue("name")]
 		if cmd == nil {
-			adminReply(w, http.StatusNotFound, map[string]any{"command": r.PathValue("name"), "error": "Unknown command: " + r.PathValue("name")})
+			// ZooKeeper answers an unknown command with 200 and an error.
+			adminReply(w, http.StatusOK, map[string]any{"command": r.PathValue("name"), "error": "Unknown command: " + r.PathValue("name")})
 			return
 		}
 		out := map[string]any{}
