@@ -2,15 +2,8 @@ package main
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"log/slog"
-	"math/big"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchzk/hutch/internal/testcerts"
 	"github.com/hutchzk/hutch/server"
 )
 
@@ -181,7 +175,7 @@ func TestZooCfgMapping(t *testing.T) {
 // ssl.clientAuth=need.
 func TestZooCfgTLS(t *testing.T) {
 	cfg, _, err := configureFiles(t, t.TempDir(), map[string]string{
-		"server.pem": selfSignedPEM(t),
+		"server.pem": serverPEM(t),
 		"zoo.cfg": "dataDir=$DIR/data\nclientPort=2181\nsecureClientPort=2281\nsecureClientPortAddress=127.0.0.1\n" +
 			"ssl.keyStore.location=$DIR/server.pem\nssl.trustStore.location=$DIR/server.pem\n",
 	}, "$DIR/zoo.cfg")
@@ -244,26 +238,13 @@ func TestHelpMentionsZooCfg(t *testing.T) {
 	}
 }
 
-// selfSignedPEM is a self-signed CA certificate followed by its key.
-func selfSignedPEM(t *testing.T) string {
+// serverPEM is a CA-signed server certificate followed by its key, as
+// one PEM key store.
+func serverPEM(t *testing.T) string {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	b, err := os.ReadFile(testcerts.NewCA(t, "hutch").Server(t, "server").Combined)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hutch"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})) +
-		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
+	return string(b)
 }
