@@ -351,12 +351,18 @@ func (e *ensemble) addrs() []string {
 // dial connects a client to the given servers and waits for its session.
 func (e *ensemble) dial(servers ...string) *zk.Conn {
 	e.tb.Helper()
-	c, events, err := zk.Connect(servers, sessionTimeout,
-		zk.WithLogger(log.New(io.Discard, "", 0)))
+	return dialSession(e.tb, sessionTimeout, servers...)
+}
+
+// dialSession connects a client to servers with the given session timeout
+// and waits for its session; the client closes when tb ends.
+func dialSession(tb testing.TB, timeout time.Duration, servers ...string) *zk.Conn {
+	tb.Helper()
+	c, events, err := zk.Connect(servers, timeout, zk.WithLogger(log.New(io.Discard, "", 0)))
 	if err != nil {
-		e.tb.Fatalf("connect %v: %v", servers, err)
+		tb.Fatalf("connect %v: %v", servers, err)
 	}
-	e.tb.Cleanup(c.Close)
+	tb.Cleanup(c.Close)
 	deadline := time.After(opTimeout)
 	for {
 		select {
@@ -369,7 +375,7 @@ func (e *ensemble) dial(servers ...string) *zk.Conn {
 				return c
 			}
 		case <-deadline:
-			e.tb.Fatalf("connect %v: no session after %v", servers, opTimeout)
+			tb.Fatalf("connect %v: no session after %v", servers, opTimeout)
 		}
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -316,26 +314,7 @@ func waitModes(tb testing.TB, nodes []zooCfgNode, want []string, limit time.Dura
 // dialOne opens a go-zookeeper session to one server only.
 func dialOne(tb testing.TB, addr string) *zk.Conn {
 	tb.Helper()
-	c, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(log.New(io.Discard, "", 0)))
-	if err != nil {
-		tb.Fatalf("connect %s: %v", addr, err)
-	}
-	tb.Cleanup(c.Close)
-	deadline := time.After(opTimeout)
-	for {
-		select {
-		case ev := <-events:
-			if ev.State == zk.StateHasSession {
-				go func() {
-					for range events {
-					}
-				}()
-				return c
-			}
-		case <-deadline:
-			tb.Fatalf("connect %s: no session after %v", addr, opTimeout)
-		}
-	}
+	return dialSession(tb, 10*time.Second, addr)
 }
 
 // createRetrying creates p with data, retrying while the server is not
