@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -61,10 +59,7 @@ func runCurator(t *testing.T, classpath, addr string) map[string]curatorResult {
 		// It warns of every socket the server closes after closeSession.
 		"-Dorg.slf4j.simpleLogger.log.org.apache.zookeeper.ClientCnxn=error",
 		"-cp", classpath, "CuratorCheck", addr)
-	cmd := exec.CommandContext(ctx, "java", args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
+	cmd := groupCommand(ctx, "java", args...)
 	var stdout bytes.Buffer
 	stderr := newLogBuffer()
 	dumpOnFailure(t, "CuratorCheck stderr", stderr)

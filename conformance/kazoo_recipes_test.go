@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
-	"syscall"
 	"testing"
 	"time"
 
@@ -68,10 +67,7 @@ func runKazooRecipes(t *testing.T, addr string) map[string]kazooRecipeLine {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), kazooRecipesTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, realzk.Python, kazooRecipesScript, addr)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
+	cmd := groupCommand(ctx, realzk.Python, kazooRecipesScript, addr)
 	var stdout bytes.Buffer
 	stderr := newLogBuffer()
 	dumpOnFailure(t, "kazoo recipes stderr", stderr)

@@ -8,9 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -77,10 +75,7 @@ func runKazoo(t *testing.T, addr string) []kazooLine {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*commandTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, realzk.Python, "testdata/kazoo_check.py", addr)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
+	cmd := groupCommand(ctx, realzk.Python, "testdata/kazoo_check.py", addr)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()

@@ -17,7 +17,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/hutchzk/hutch/internal/realzk"
 	"github.com/hutchzk/hutch/server"
@@ -311,10 +310,7 @@ func saslJava(t *testing.T, classes, addr string, l *ledger) {
 			"-Djava.security.auth.login.config="+jaas,
 			"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
 			"-cp", classes, "SaslCheck", addr, run.mode)
-		cmd := exec.CommandContext(ctx, "java", args...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-		cmd.WaitDelay = 10 * time.Second
+		cmd := groupCommand(ctx, "java", args...)
 		var stdout bytes.Buffer
 		stderr := newLogBuffer()
 		dumpOnFailure(t, "SaslCheck "+run.mode+" stderr", stderr)
@@ -364,10 +360,7 @@ func saslKazoo(t *testing.T, addr string, l *ledger) {
 	}
 	for _, mode := range []string{"login", "refused"} {
 		ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-		cmd := exec.CommandContext(ctx, realzk.Python, "testdata/sasl/kazoo_sasl.py", addr, mode)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-		cmd.WaitDelay = 10 * time.Second
+		cmd := groupCommand(ctx, realzk.Python, "testdata/sasl/kazoo_sasl.py", addr, mode)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()

@@ -2,8 +2,11 @@ package conformance
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"os/exec"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -156,4 +159,15 @@ func dumpOnFailure(tb testing.TB, what string, b *logBuffer) {
 			tb.Logf("%s:\n%s", what, b.String())
 		}
 	})
+}
+
+// groupCommand runs name in a process group of its own, killed whole when
+// ctx ends (a JVM or Python client leaves no child behind), with ten
+// seconds for its output to drain after it exits.
+func groupCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	return cmd
 }

@@ -12,11 +12,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -247,10 +245,7 @@ func runTLSCheck(t *testing.T, classpath string, pki *tlsPKI, plain, secure stri
 		"-Dzookeeper.ssl.trustStore.location="+pki.ca.CertFile,
 		"-Dzookeeper.ssl.trustStore.type=PEM",
 		"-cp", classpath, "TlsCheck", secure, plain, pki.other.Combined, pki.odd.Combined)
-	cmd := exec.CommandContext(ctx, "java", args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
+	cmd := groupCommand(ctx, "java", args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -278,10 +273,7 @@ func TestTLSKazoo(t *testing.T) {
 	forEachTLSTarget(t, func(t *testing.T, pki *tlsPKI, _, secure string, l *ledger) {
 		ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, realzk.Python, "testdata/tls/kazoo_tls.py", secure, pki.ca.CertFile, pki.client.CertFile, pki.client.KeyFile)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-		cmd.WaitDelay = 10 * time.Second
+		cmd := groupCommand(ctx, realzk.Python, "testdata/tls/kazoo_tls.py", secure, pki.ca.CertFile, pki.client.CertFile, pki.client.KeyFile)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
