@@ -38,7 +38,22 @@ func (discardLogger) Printf(string, ...any) {}
 // dial opens a go-zookeeper session and waits until it is connected.
 func dial(tb testing.TB, addr string, timeout time.Duration) (*zk.Conn, <-chan zk.Event) {
 	tb.Helper()
-	c, events, err := zk.Connect([]string{addr}, timeout, zk.WithLogger(discardLogger{}))
+	return dialVia(tb, addr, timeout, nil)
+}
+
+// dialVia is dial through dialer (nil: go-zookeeper's own).
+func dialVia(tb testing.TB, addr string, timeout time.Duration, dialer zk.Dialer) (*zk.Conn, <-chan zk.Event) {
+	tb.Helper()
+	var (
+		c      *zk.Conn
+		events <-chan zk.Event
+		err    error
+	)
+	if dialer != nil {
+		c, events, err = zk.Connect([]string{addr}, timeout, zk.WithLogger(discardLogger{}), zk.WithDialer(dialer))
+	} else {
+		c, events, err = zk.Connect([]string{addr}, timeout, zk.WithLogger(discardLogger{}))
+	}
 	if err != nil {
 		tb.Fatalf("connect: %v", err)
 	}

@@ -53,20 +53,7 @@ func (f *tlsFixture) dialTLS(tb testing.TB, client *testcerts.Pair) *zk.Conn {
 	dialer := func(network, addr string, timeout time.Duration) (net.Conn, error) {
 		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, addr, cfg)
 	}
-	c, events, err := zk.Connect([]string{f.srv.SecureAddr().String()}, 10*time.Second,
-		zk.WithDialer(dialer), zk.WithLogger(discardLogger{}))
-	if err != nil {
-		tb.Fatalf("connect: %v", err)
-	}
-	tb.Cleanup(c.Close)
-	deadline := time.After(30 * time.Second)
-	for c.State() != zk.StateHasSession {
-		select {
-		case <-events:
-		case <-deadline:
-			tb.Fatalf("no TLS session after 30s (state %v)", c.State())
-		}
-	}
+	c, _ := dialVia(tb, f.srv.SecureAddr().String(), 10*time.Second, dialer)
 	return c
 }
 
