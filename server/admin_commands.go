@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/hutchzk/hutch/session"
 )
 
 // adminCommand is one AdminServer command: its names (the first is the
@@ -72,11 +70,7 @@ func (s *Server) adminCommands() []adminCommand {
 		}},
 		{[]string{"dump"}, true, func(out map[string]any) {
 			expiry := map[string][]int64{}
-			var buckets []session.Bucket
-			if s.Mode() != "follower" { // a learner reports none, as ZooKeeper's
-				buckets = s.db.ExpiryBuckets()
-			}
-			for _, b := range buckets {
+			for _, b := range s.expiryBuckets() {
 				k := strconv.FormatInt(s.elapsedMillis(b.Expires), 10)
 				expiry[k] = append(expiry[k], b.Sessions...)
 			}
@@ -88,18 +82,10 @@ func (s *Server) adminCommands() []adminCommand {
 			out["session_id_to_ephemeral_paths"] = eph
 		}},
 		{[]string{"watch_summary", "wchs"}, true, func(out map[string]any) {
-			w := s.db.DataWatches()
-			paths := map[string]bool{}
-			total := 0
-			for _, ps := range w {
-				total += len(ps)
-				for _, p := range ps {
-					paths[p] = true
-				}
-			}
-			out["num_connections"] = len(w)
-			out["num_paths"] = len(paths)
-			out["num_total_watches"] = total
+			w := s.watchSummary()
+			out["num_connections"] = w.connections
+			out["num_paths"] = w.paths
+			out["num_total_watches"] = w.total
 		}},
 		{[]string{"watches", "wchc"}, true, func(out map[string]any) {
 			m := map[string][]string{}
@@ -109,13 +95,7 @@ func (s *Server) adminCommands() []adminCommand {
 			out["session_id_to_watched_paths"] = m
 		}},
 		{[]string{"watches_by_path", "wchp"}, true, func(out map[string]any) {
-			m := map[string][]int64{}
-			for id, paths := range s.sessionWatches() {
-				for _, p := range paths {
-					m[p] = append(m[p], id)
-				}
-			}
-			out["path_to_session_ids"] = m
+			out["path_to_session_ids"] = s.watchersByPath()
 		}},
 		{[]string{"dirs"}, true, func(out map[string]any) {
 			data, log := s.dirSizes()

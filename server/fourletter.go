@@ -311,7 +311,7 @@ func javaDate(t time.Time) string { return t.Format("Mon Jan 02 15:04:05 MST 200
 // ephemeral nodes and the connections, as ZooKeeper's DumpCommand.
 func (s *Server) writeDump(b *strings.Builder) {
 	b.WriteString("SessionTracker dump:\n")
-	var buckets []session.Bucket
+	buckets := s.expiryBuckets()
 	if s.Mode() == "follower" {
 		// A follower does not expire sessions: like ZooKeeper's learner
 		// it lists the sessions connected through it, with their timeouts.
@@ -331,7 +331,6 @@ func (s *Server) writeDump(b *strings.Builder) {
 			fmt.Fprintf(b, "0x%x\t%dms\n", e.id, e.timeout.Milliseconds())
 		}
 	} else {
-		buckets = s.db.ExpiryBuckets()
 		total := 0
 		for _, bk := range buckets {
 			total += len(bk.Sessions)
@@ -410,7 +409,10 @@ func (s *Server) sessionWatches() map[int64][]string {
 	return out
 }
 
-func (s *Server) writeWatchSummary(b *strings.Builder) {
+// watchSummary counts data watches as wchs and watch_summary report them.
+type watchSummary struct{ connections, paths, total int }
+
+func (s *Server) watchSummary() watchSummary {
 	w := s.db.DataWatches()
 	paths := map[string]bool{}
 	total := 0
@@ -420,7 +422,36 @@ func (s *Server) writeWatchSummary(b *strings.Builder) {
 			paths[p] = true
 		}
 	}
-	fmt.Fprintf(b, "%d connections watching %d paths\nTotal watches:%d\n", len(w), len(paths), total)
+	return watchSummary{connections: len(w), paths: len(paths), total: total}
+}
+
+// watchersByPath turns sessionWatches around: the sessions watching each
+// path, in id order (wchp, watches_by_path).
+func (s *Server) watchersByPath() map[string][]int64 {
+	watchers := map[string][]int64{}
+	for id, paths := range s.sessionWatches() {
+		for _, p := range paths {
+			watchers[p] = append(watchers[p], id)
+		}
+	}
+	for _, ids := range watchers {
+		slices.Sort(ids)
+	}
+	return watchers
+}
+
+// expiryBuckets are the session expiry buckets dump reports: none on a
+// follower, which expires nothing (ZooKeeper's learner reports none either).
+func (s *Server) expiryBuckets() []session.Bucket {
+	if s.Mode() == "follower" {
+		return nil
+	}
+	return s.db.ExpiryBuckets()
+}
+
+func (s *Server) writeWatchSummary(b *strings.Builder) {
+	w := s.watchSummary()
+	fmt.Fprintf(b, "%d connections watching %d paths\nTotal watches:%d\n", w.connections, w.paths, w.total)
 }
 
 // writeWatches writes wchc (by session) or wchp (by path). Paths come in
@@ -442,21 +473,14 @@ func (s *Server) writeWatches(b *strings.Builder, byPath bool) {
 		b.WriteString("\n")
 		return
 	}
-	watchers := map[string][]int64{}
-	for id, paths := range bySession {
-		for _, p := range paths {
-			watchers[p] = append(watchers[p], id)
-		}
-	}
+	watchers := s.watchersByPath()
 	paths := make([]string, 0, len(watchers))
 	for p := range watchers {
 		paths = append(paths, p)
 	}
 	for _, p := range javaHashOrder(paths) {
 		fmt.Fprintf(b, "%s\n", p)
-		ids := watchers[p]
-		slices.Sort(ids)
-		for _, id := range ids {
+		for _, id := range watchers[p] {
 			fmt.Fprintf(b, "\t0x%x\n", id)
 		}
 	}
