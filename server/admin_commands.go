@@ -30,11 +30,7 @@ func (s *Server) adminCommands() []adminCommand {
 			s.adminConnections(out, true)
 		}},
 		{[]string{"monitor", "mntr"}, true, func(out map[string]any) {
-			for _, kv := range s.monitorValues() {
-				if kv.key == "avg_latency" {
-					out[kv.key] = s.Stats().AvgLatency
-					continue
-				}
+			for _, kv := range s.monitorValues(s.Stats(), s.Replication()) {
 				out[kv.key] = kv.value
 			}
 		}},

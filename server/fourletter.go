@@ -53,7 +53,11 @@ var fourLetterWords = map[string]func(s *Server, b *strings.Builder){
 	"wchc": serving(func(s *Server, b *strings.Builder) { s.writeWatches(b, false) }),
 	"wchp": serving(func(s *Server, b *strings.Builder) { s.writeWatches(b, true) }),
 	"mntr": serving(func(s *Server, b *strings.Builder) {
-		for _, kv := range s.monitorValues() {
+		for _, kv := range s.monitorValues(s.Stats(), s.Replication()) {
+			if f, ok := kv.value.(float64); ok {
+				fmt.Fprintf(b, "zk_%s\t%s\n", kv.key, javaDouble(f))
+				continue
+			}
 			fmt.Fprintf(b, "zk_%s\t%v\n", kv.key, kv.value)
 		}
 	}),
@@ -587,16 +591,16 @@ type monitorValue struct {
 
 // monitorValues lists mntr's keys: version and state first, then the
 // metrics hutch keeps, in the order ZooKeeper 3.8 prints them.
-func (s *Server) monitorValues() []monitorValue {
-	st := s.Stats()
-	r := s.Replication()
+// It takes the statistics and replication state the caller read, so one
+// scrape reads each once.
+func (s *Server) monitorValues(st StatsSnapshot, r ReplicationInfo) []monitorValue {
 	fds, maxFDs := fileDescriptors()
 	v := []monitorValue{
 		{"version", Version},
 		{"server_state", r.Mode},
 		{"ephemerals_count", st.Ephemerals},
 		{"num_alive_connections", st.Connections},
-		{"avg_latency", javaDouble(st.AvgLatency)},
+		{"avg_latency", st.AvgLatency},
 		{"outstanding_requests", st.Outstanding},
 		{"znode_count", st.Nodes},
 		{"global_sessions", st.Sessions},

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -138,7 +137,9 @@ func (m metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	// ZooKeeper's gauges, from mntr's own list so that the two agree.
-	for _, kv := range s.monitorValues() {
+	st := s.Stats()
+	r := s.Replication()
+	for _, kv := range s.monitorValues(st, r) {
 		v, ok := metricNumber(kv.value)
 		if !ok {
 			continue // version, server_state
@@ -149,14 +150,12 @@ func (m metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		emit(kv.key, "ZooKeeper's "+kv.key+", as mntr reports it.", t, v)
 	}
-	st := s.Stats()
 	emit("hutch_bytes_sent_total", "Bytes written to clients (replies and notifications).", prometheus.CounterValue, float64(st.BytesSent))
 	emit("hutch_txns_applied_total", "Transactions applied to this node's state.", prometheus.CounterValue, float64(st.Txns))
 	emit("hutch_watch_notifications_total", "Watch notifications sent to this node's clients.", prometheus.CounterValue, float64(st.Notifications))
 	emit("hutch_forwarded_writes_total", "Writes this node handed to another node, the Raft leader.", prometheus.CounterValue, float64(st.Forwarded))
 	m.latencySummaries(ch)
 
-	r := s.Replication()
 	for _, mode := range []string{"standalone", "leader", "follower"} {
 		emit("hutch_server_state", "1 for this node's role (mntr's server_state), 0 for the others.",
 			prometheus.GaugeValue, boolFloat(r.Mode == mode), "state", mode)
@@ -268,9 +267,6 @@ func metricNumber(v any) (float64, bool) {
 		return float64(n), true
 	case float64:
 		return n, true
-	case string:
-		f, err := strconv.ParseFloat(n, 64)
-		return f, err == nil
 	}
 	return 0, false
 }
