@@ -73,14 +73,12 @@ type Stats struct {
 	// (srvr's "Proposal sizes" on a leader).
 	proposalLast, proposalMin, proposalMax atomic.Int64
 	latency                                *latencyStats
-	readLatency                            *latencyStats
-	writeLatency                           *latencyStats
 	durations                              requestDurations // for /metrics
 	started                                time.Time
 }
 
 func (st *Stats) init() {
-	st.latency, st.readLatency, st.writeLatency = newLatencyStats(), newLatencyStats(), newLatencyStats()
+	st.latency = newLatencyStats()
 	st.durations = newRequestDurations()
 	st.started = time.Now()
 	st.proposalLast.Store(-1)
@@ -113,8 +111,6 @@ func (st *Stats) reset() {
 	st.proposalMin.Store(-1)
 	st.proposalMax.Store(-1)
 	st.latency.reset()
-	st.readLatency.reset()
-	st.writeLatency.reset()
 }
 
 // StatsSnapshot is a point-in-time copy of Stats and the state's sizes.
@@ -344,11 +340,6 @@ func (c *conn) answered(r request, zxid int64) {
 	ms := c.stats.replied(r, zxid, now)
 	s.stats.durations.observe(r.op, now.Sub(r.start))
 	s.stats.latency.add(ms)
-	if isRead(r.op) {
-		s.stats.readLatency.add(ms)
-	} else if r.op != wire.OpPing {
-		s.stats.writeLatency.add(ms)
-	}
 }
 
 // abandon gives up the connection's outstanding requests when it closes.
