@@ -324,21 +324,24 @@ func validQuotedValue(r *reader) bool {
 				return false
 			}
 		case '\\':
-			c = r.read()
-			if c == -1 {
-				return false
-			}
-			if isHexDigit(c) {
-				if !isHexDigit(r.read()) {
-					return false
-				}
-				continue
-			}
-			if !strings.ContainsRune(specialChars1779, c) {
+			if !validEscape(r, specialChars1779) {
 				return false
 			}
 		}
 	}
+}
+
+// validEscape checks what follows a backslash: a hex pair, or one of
+// specials.
+func validEscape(r *reader, specials string) bool {
+	c := r.read()
+	switch {
+	case c == -1:
+		return false
+	case isHexDigit(c):
+		return isHexDigit(r.read())
+	}
+	return strings.ContainsRune(specials, c)
 }
 
 // validTextValue is AVA.parseString in the default format, from its first
@@ -348,15 +351,7 @@ func validQuotedValue(r *reader) bool {
 func validTextValue(r *reader, c rune) bool {
 	for first := true; first || !isTerminator(c); first = false {
 		if c == '\\' {
-			c = r.read()
-			if c == -1 {
-				return false
-			}
-			if isHexDigit(c) {
-				if !isHexDigit(r.read()) {
-					return false
-				}
-			} else if !strings.ContainsRune(specialCharsDefault, c) {
+			if !validEscape(r, specialCharsDefault) {
 				return false
 			}
 		} else if strings.ContainsRune(escapedDefault, c) {
