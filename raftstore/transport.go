@@ -23,32 +23,52 @@ const (
 
 // Peer handshake. Every connection between nodes starts with a mutual
 // challenge-response over the shared secret before a byte of Raft or
-// forwarding is read:
+// forwarding is read. The dialer speaks first:
 //
-//	acceptor → dialer  "HUTCHP1" nonceA(32)
-//	dialer → acceptor  tag(1) nonceD(32) HMAC-SHA256(secret, "dial"|nonceA|nonceD|tag)
-//	acceptor → dialer  HMAC-SHA256(secret, "accept"|nonceA|nonceD|tag)
+//	dialer → acceptor  "HUTCHP2" tag(1) nonceD(32) HMAC-SHA256(secret, "knock"|nonceD|tag)
+//	acceptor → dialer  nonceA(32) HMAC-SHA256(secret, "accept"|nonceA|nonceD|tag)
+//	dialer → acceptor  HMAC-SHA256(secret, "dial"|nonceA|nonceD|tag)
 //
-// Either side closes on a wrong answer, so a process without the secret
-// can neither send a node Raft messages or forwarded writes nor pose as a
-// leader to a dialling follower. The traffic itself is not encrypted: the
-// peer port belongs on a private network.
+// The knock lets the acceptor tell a member from a stranger by the first
+// bytes it reads, which a member sends as soon as it connects: only
+// connections that have not knocked yet compete for the handshake slots a
+// flood of strangers can fill (see maxPending). It proves nothing by
+// itself, since it could be replayed; the two answers after it authenticate
+// each side with the other's fresh nonce. Either side closes on a wrong
+// answer, so a process without the secret can neither send a node Raft
+// messages or forwarded writes nor pose as a leader to a dialling
+// follower. The traffic itself is not encrypted: the peer port belongs on
+// a private network.
 const (
-	helloMagic = "HUTCHP1"
+	knockMagic = "HUTCHP2"
 	nonceSize  = 32
 	macSize    = sha256.Size
+	knockSize  = len(knockMagic) + 1 + nonceSize + macSize
 )
 
-// handshakeTimeout bounds a handshake, so a silent client cannot hold a
-// goroutine; maxHandshakes bounds the connections handshaking at once.
+// Bounds on handshakes, which anyone who can reach the peer port may
+// start. handshakeTimeout ends a silent one (a member answers within a
+// round trip). At most maxPending connections may be waiting for their
+// knock at once, and at most maxPendingPerIP from one source address;
+// past either bound the oldest waiting (of that address, or of the address
+// with the most) is closed to make room. So a flood of idle connections
+// costs a bounded number of goroutines and descriptors and never keeps a
+// member out: a member's knock is read as soon as its connection is, so
+// it is never the oldest waiting, even when the flood comes from its own
+// address. maxKnocked bounds the connections past the knock but not yet
+// authenticated (members, or someone replaying a member's knock).
 const (
-	handshakeTimeout = 5 * time.Second
-	maxHandshakes    = 64
+	handshakeTimeout = 2 * time.Second
+	maxPending       = 512
+	maxPendingPerIP  = 128
+	maxKnocked       = 64
 )
 
 var (
 	errListenerClosed = errors.New("raftstore: listener closed")
-	errBadPeer        = errors.New("raftstore: peer failed authentication")
+	// errNoPeek: the connection cannot be read without consuming.
+	errNoPeek  = errors.New("raftstore: cannot peek")
+	errBadPeer = errors.New("raftstore: peer failed authentication")
 )
 
 func peerMAC(secret []byte, role string, nonceA, nonceD []byte, tag byte) []byte {
@@ -71,8 +91,10 @@ type mux struct {
 	advertise string // what Addr reports to Raft
 	dial      func(addr string, timeout time.Duration) (net.Conn, error)
 
+	// pendingMu guards pending and pressure.
 	pendingMu sync.Mutex
-	pending   map[net.Conn]struct{} // accepted, not yet authenticated; guarded by pendingMu
+	pending   *handshakeSlots // accepted, not yet authenticated
+	pressure  throttledLog    // evictions and failed handshakes, logged at most every few seconds
 
 	raftConns chan net.Conn
 	done      chan struct{} // closed by Close
@@ -84,7 +106,7 @@ func newMux(ln net.Listener, advertise string, secret []byte, log *slog.Logger, 
 	dial func(addr string, timeout time.Duration) (net.Conn, error)) *mux {
 	m := &mux{ln: ln, advertise: advertise, secret: secret, log: log, onForward: onForward, dial: dial,
 		raftConns: make(chan net.Conn), done: make(chan struct{}),
-		pending: make(map[net.Conn]struct{})}
+		pending: newHandshakeSlots(maxPending, maxPendingPerIP, maxKnocked)}
 	m.wg.Add(1)
 	go m.acceptLoop()
 	return m
@@ -120,17 +142,52 @@ func (m *mux) acceptLoop() {
 			return
 		default:
 		}
-		if len(m.pending) >= maxHandshakes {
+		// A member's knock has normally arrived by now: look at it here,
+		// so that only connections still silent compete for the slots a
+		// flood can fill, before the flood's next connections are taken.
+		var knock [knockSize]byte
+		var evicted net.Conn
+		if n := peek(c, knock[:]); n < knockSize {
+			var refused bool
+			evicted, refused = m.pending.admit(c, sourceIP(c.RemoteAddr()), time.Now(), hasData)
+			if refused {
+				m.pressure.note(m.log, "raftstore: too many peer connections waiting to authenticate; refusing", "remote", c.RemoteAddr().String())
+				m.pendingMu.Unlock()
+				c.Close()
+				continue
+			}
+		} else if err := m.checkKnock(knock[:]); err == nil {
+			evicted = m.pending.admitKnocked(c)
+		} else {
+			m.pressure.note(m.log, "raftstore: refusing peer connection", "remote", c.RemoteAddr().String(), "err", err)
 			m.pendingMu.Unlock()
-			m.log.Warn("raftstore: too many peer handshakes at once; refusing", "remote", c.RemoteAddr().String())
 			c.Close()
 			continue
 		}
-		m.pending[c] = struct{}{}
+		if evicted != nil {
+			m.pressure.note(m.log, "raftstore: too many peer connections waiting to authenticate; closing the oldest", "remote", evicted.RemoteAddr().String())
+		}
 		m.pendingMu.Unlock()
+		if evicted != nil {
+			evicted.Close()
+		}
 		m.wg.Add(1)
 		go m.route(c)
 	}
+}
+
+// hasData reports whether c has received bytes nobody has read yet.
+func hasData(c net.Conn) bool {
+	var b [1]byte
+	return peek(c, b[:]) > 0
+}
+
+// pendingCount is how many connections wait for their knock and how many
+// have knocked but not yet authenticated.
+func (m *mux) pendingCount() (waiting, knocked int) {
+	m.pendingMu.Lock()
+	defer m.pendingMu.Unlock()
+	return m.pending.counts()
 }
 
 // route authenticates the connection and dispatches it by its tag.
@@ -138,12 +195,12 @@ func (m *mux) route(c net.Conn) {
 	defer m.wg.Done()
 	tag, err := m.accept(c)
 	m.pendingMu.Lock()
-	delete(m.pending, c)
+	m.pending.forget(c)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		m.pressure.note(m.log, "raftstore: refusing peer connection", "remote", c.RemoteAddr().String(), "err", err)
+	}
 	m.pendingMu.Unlock()
 	if err != nil {
-		if !errors.Is(err, io.EOF) {
-			m.log.Warn("raftstore: refusing peer connection", "remote", c.RemoteAddr().String(), "err", err)
-		}
 		c.Close()
 		return
 	}
@@ -159,34 +216,98 @@ func (m *mux) route(c net.Conn) {
 	}
 }
 
-// accept runs the acceptor's side of the handshake.
+// checkKnock verifies a knock, which proves nothing yet (see the
+// handshake) but tells a member from a stranger.
+func (m *mux) checkKnock(knock []byte) error {
+	rest := knock[len(knockMagic):]
+	tag, nonceD, mac := rest[0], rest[1:1+nonceSize], rest[1+nonceSize:]
+	switch {
+	case string(knock[:len(knockMagic)]) != knockMagic:
+		return fmt.Errorf("%w: not a hutch peer", errBadPeer)
+	case tag != tagRaft && tag != tagForward:
+		return fmt.Errorf("%w: unknown tag %#x", errBadPeer, tag)
+	case !hmac.Equal(mac, peerMAC(m.secret, "knock", nil, nonceD, tag)):
+		return errBadPeer
+	}
+	return nil
+}
+
+// accept runs the acceptor's side of the handshake. The knock is looked
+// at before it is consumed, and the connection leaves the waiting ones
+// first, so that until then it shows as busy (hasData) and never gives
+// way to a newer connection.
 func (m *mux) accept(c net.Conn) (byte, error) {
 	c.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer c.SetDeadline(time.Time{})
-	hello := make([]byte, len(helloMagic)+nonceSize)
-	copy(hello, helloMagic)
-	nonceA := hello[len(helloMagic):]
-	if _, err := rand.Read(nonceA); err != nil {
+	var knock [knockSize]byte
+	claim := func(k []byte) error {
+		if err := m.checkKnock(k); err != nil {
+			return err
+		}
+		m.pendingMu.Lock()
+		evicted, ok := m.pending.knock(c)
+		m.pendingMu.Unlock()
+		if evicted != nil {
+			evicted.Close()
+		}
+		if !ok {
+			return net.ErrClosed // it gave way before it knocked
+		}
+		return nil
+	}
+	err := waitPeek(c, knock[:], claim)
+	if errors.Is(err, errNoPeek) {
+		if _, err := io.ReadFull(c, knock[:]); err != nil {
+			return 0, err
+		}
+		err = claim(knock[:])
+	} else if err == nil {
+		_, err = io.ReadFull(c, knock[:]) // what was peeked
+	}
+	if err != nil {
 		return 0, err
 	}
-	if _, err := c.Write(hello); err != nil {
+	tag := knock[len(knockMagic)]
+	nonceD := knock[len(knockMagic)+1 : len(knockMagic)+1+nonceSize]
+	challenge := make([]byte, nonceSize, nonceSize+macSize)
+	if _, err := rand.Read(challenge); err != nil {
 		return 0, err
 	}
-	var answer [1 + nonceSize + macSize]byte
-	if _, err := io.ReadFull(c, answer[:]); err != nil {
+	nonceA := challenge[:nonceSize]
+	challenge = append(challenge, peerMAC(m.secret, "accept", nonceA, nonceD, tag)...)
+	if _, err := c.Write(challenge); err != nil {
 		return 0, err
 	}
-	tag, nonceD, mac := answer[0], answer[1:1+nonceSize], answer[1+nonceSize:]
-	if tag != tagRaft && tag != tagForward {
-		return 0, fmt.Errorf("%w: unknown tag %#x", errBadPeer, tag)
+	proof := make([]byte, macSize)
+	if _, err := io.ReadFull(c, proof); err != nil {
+		return 0, err
 	}
-	if !hmac.Equal(mac, peerMAC(m.secret, "dial", nonceA, nonceD, tag)) {
+	if !hmac.Equal(proof, peerMAC(m.secret, "dial", nonceA, nonceD, tag)) {
 		return 0, errBadPeer
 	}
-	if _, err := c.Write(peerMAC(m.secret, "accept", nonceA, nonceD, tag)); err != nil {
-		return 0, err
-	}
 	return tag, nil
+}
+
+// throttledLog logs a warning at most once per throttleEvery, with how
+// many were left out since: a flood of strangers must not flood the log.
+type throttledLog struct {
+	last    time.Time
+	skipped int
+}
+
+const throttleEvery = 10 * time.Second
+
+func (t *throttledLog) note(log *slog.Logger, msg string, args ...any) {
+	now := time.Now()
+	if now.Sub(t.last) < throttleEvery {
+		t.skipped++
+		return
+	}
+	if t.skipped > 0 {
+		args = append(args, "similar_since_last", t.skipped)
+	}
+	t.last, t.skipped = now, 0
+	log.Warn(msg, args...)
 }
 
 // Accept returns the next Raft connection (raft.StreamLayer).
@@ -206,7 +327,7 @@ func (m *mux) Close() error {
 	m.closeOnce.Do(func() {
 		m.pendingMu.Lock()
 		close(m.done)
-		for c := range m.pending {
+		for _, c := range m.pending.all() {
 			c.Close()
 		}
 		m.pendingMu.Unlock()
@@ -254,30 +375,25 @@ func dialPeer(dial func(string, time.Duration) (net.Conn, error), secret []byte,
 func dialHandshake(c net.Conn, secret []byte, tag byte, timeout time.Duration) error {
 	c.SetDeadline(time.Now().Add(timeout))
 	defer c.SetDeadline(time.Time{})
-	hello := make([]byte, len(helloMagic)+nonceSize)
-	if _, err := io.ReadFull(c, hello); err != nil {
+	knock := make([]byte, len(knockMagic)+1+nonceSize, knockSize)
+	copy(knock, knockMagic)
+	knock[len(knockMagic)] = tag
+	nonceD := knock[len(knockMagic)+1:]
+	if _, err := rand.Read(nonceD); err != nil {
 		return err
 	}
-	if string(hello[:len(helloMagic)]) != helloMagic {
-		return errBadPeer
-	}
-	nonceA := hello[len(helloMagic):]
-	answer := make([]byte, 1+nonceSize, 1+nonceSize+macSize)
-	answer[0] = tag
-	if _, err := rand.Read(answer[1:]); err != nil {
+	knock = append(knock, peerMAC(secret, "knock", nil, nonceD, tag)...)
+	if _, err := c.Write(knock); err != nil {
 		return err
 	}
-	nonceD := answer[1 : 1+nonceSize]
-	answer = append(answer, peerMAC(secret, "dial", nonceA, nonceD, tag)...)
-	if _, err := c.Write(answer); err != nil {
+	var challenge [nonceSize + macSize]byte
+	if _, err := io.ReadFull(c, challenge[:]); err != nil {
 		return err
 	}
-	mac := make([]byte, macSize)
-	if _, err := io.ReadFull(c, mac); err != nil {
-		return err
-	}
+	nonceA, mac := challenge[:nonceSize], challenge[nonceSize:]
 	if !hmac.Equal(mac, peerMAC(secret, "accept", nonceA, nonceD, tag)) {
 		return errBadPeer
 	}
-	return nil
+	_, err := c.Write(peerMAC(secret, "dial", nonceA, nonceD, tag))
+	return err
 }

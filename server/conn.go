@@ -31,6 +31,10 @@ type conn struct {
 	sessionID atomic.Int64
 	// timeout is the session's negotiated timeout, set with sessionID.
 	timeout atomic.Int64
+	// attachedAt (unix nanos) is when the handshake that created or
+	// attached the session began: the leader applied that command later,
+	// so it had heard of the session by then (see dropUnvouched).
+	attachedAt atomic.Int64
 	// auth lists the identities added to this connection. Only the reader
 	// goroutine changes it, and only by swapping in a new slice, so
 	// transactions in flight and the applier (which filters watch events by

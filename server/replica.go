@@ -37,7 +37,17 @@ type raftCommitter struct {
 	ready atomic.Uint64
 
 	touchMu  sync.Mutex         // guards touchSet
-	touchSet map[int64]struct{} // sessions active here since the last report
+	touchSet map[int64]struct{} // sessions active here since the last report that reached the leader
+
+	// vouchedAt (unix nanos, real time) is when the newest activity
+	// report that reached the leader was sent: every touch recorded
+	// before it has been heard there. On the leader it is refreshed every
+	// poll, its own clients touching its timers directly. A follower
+	// answers a client only while this is recent (see dropUnvouched).
+	vouchedAt atomic.Int64
+	// reportsFailing is set while reports to the leader fail, so the
+	// failure is logged as a warning once, not at every attempt.
+	reportsFailing atomic.Bool
 }
 
 // forwardBatch is one batch of encoded commands and the sequence numbers
@@ -76,6 +86,15 @@ func newRaftCommitter(s *Server, cfg raftstore.Config) *raftCommitter {
 		outbox:        make(chan forwardBatch, 64),
 		touchSet:      make(map[int64]struct{}),
 	}
+}
+
+// vouched returns when this node last showed that the leader hears its
+// clients (zero if never).
+func (c *raftCommitter) vouched() time.Time {
+	if ns := c.vouchedAt.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // open starts the Raft node; Start calls it before serving clients.
@@ -240,9 +259,7 @@ func (c *raftCommitter) watchLeadership(ctx context.Context) {
 		}
 
 		if !c.store.IsLeader() {
-			if last := c.store.LastContact(); !last.IsZero() {
-				c.s.dropUnvouched(now.Sub(last), c.leaderlessLimit())
-			}
+			c.s.dropUnvouched(now, c.vouched(), c.leaderlessLimit())
 			if c.ready.Swap(0) != 0 {
 				// Forget the sessions this node was closing: whether
 				// those closes hold is the next leader's business.
@@ -251,6 +268,7 @@ func (c *raftCommitter) watchLeadership(ctx context.Context) {
 			}
 			continue
 		}
+		c.vouchedAt.Store(now.UnixNano())
 		term := c.store.Term()
 		if c.ready.Load() == term {
 			continue
@@ -299,32 +317,70 @@ func (c *raftCommitter) touched(id int64) {
 	c.touchMu.Unlock()
 }
 
-// reportTouches tells the leader, twice a tick (well inside any session
-// timeout), which sessions this node's clients were active on. A report
-// that fails is carried into the next one.
+// reportTouches tells the leader, which owns session expiry, which
+// sessions this node's clients were active on, and so vouches for them.
+// While this node has clients it reports every reportInterval, sessions
+// or none: a report that comes back proves the leader hears this node,
+// and only that (not Raft's last contact, which the leader's own appends
+// keep fresh even when nothing of ours reaches it) lets it keep answering
+// its clients. A failed report's sessions are carried into the next. It
+// runs on real time, like the network it measures.
 func (c *raftCommitter) reportTouches(ctx context.Context) {
-	every := c.s.cfg.TickTime / 2
-	c.s.repeat(ctx, every, func() {
+	every := c.reportInterval()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.report(ctx, every)
+	}
+}
+
+// reportInterval is how often a follower reports: twice a tick, and often
+// enough that a few reports fit in a third of the shortest session
+// timeout, the time a follower may go on answering a client without a
+// report reaching the leader.
+func (c *raftCommitter) reportInterval() time.Duration {
+	return max(min(c.s.cfg.TickTime/2, c.s.cfg.MinSessionTimeout/9), 10*time.Millisecond)
+}
+
+func (c *raftCommitter) report(ctx context.Context, every time.Duration) {
+	sent := time.Now()
+	c.touchMu.Lock()
+	ids := make([]int64, 0, len(c.touchSet))
+	for id := range c.touchSet {
+		ids = append(ids, id)
+	}
+	clear(c.touchSet)
+	c.touchMu.Unlock()
+	if c.store.IsLeader() {
+		return // its clients touched its timers directly
+	}
+	if len(ids) == 0 && !c.s.hasSessions() {
+		return // nobody to vouch for
+	}
+	callCtx, cancel := context.WithTimeout(ctx, max(2*every, 100*time.Millisecond))
+	err := c.store.ReportTouches(callCtx, ids)
+	cancel()
+	if err != nil {
 		c.touchMu.Lock()
-		ids := make([]int64, 0, len(c.touchSet))
-		for id := range c.touchSet {
-			ids = append(ids, id)
+		for _, id := range ids {
+			c.touchSet[id] = struct{}{}
 		}
-		clear(c.touchSet)
 		c.touchMu.Unlock()
-		if len(ids) == 0 || c.store.IsLeader() {
-			return // the leader's own clients touched its timers directly
+		if ctx.Err() == nil && !c.reportsFailing.Swap(true) {
+			c.s.log.Warn("reporting session activity to the leader failed: this node's clients will be dropped unless a report gets through",
+				"err", err, "sessions", len(ids), "last_reached", c.vouched())
 		}
-		callCtx, cancel := context.WithTimeout(ctx, max(every, 100*time.Millisecond))
-		err := c.store.ReportTouches(callCtx, ids)
-		cancel()
-		if err != nil {
-			c.s.log.Debug("reporting session activity to the leader failed", "err", err, "sessions", len(ids))
-			for _, id := range ids {
-				c.touched(id)
-			}
-		}
-	})
+		return
+	}
+	c.vouchedAt.Store(sent.UnixNano())
+	if c.reportsFailing.Swap(false) {
+		c.s.log.Info("session activity reaches the leader again")
+	}
 }
 
 // sweep gives up on proposals that have waited proposalTimeout.

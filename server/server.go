@@ -391,23 +391,48 @@ func (s *Server) nextSessionID() int64 {
 }
 
 // dropUnvouched drops the connections this follower can no longer vouch
-// for. It has not heard from a leader for silent, so its reports of their
-// activity do not arrive either, and the leader will expire their
-// sessions one timeout after the last report. A connection is dropped once
-// the silence passes a third of its session's timeout (at most limit),
-// early enough for its client to re-attach through a node that reaches the
-// leader. A ZooKeeper follower keeps answering such clients until its
-// syncLimit runs out, which can be too late for them.
-func (s *Server) dropUnvouched(silent, limit time.Duration) {
+// for. The leader, which expires sessions, hears of a client only through
+// this node's activity reports; vouched is when the newest report that
+// reached it was sent. A connection is dropped once that is a third of
+// its session's timeout ago (at most limit), while the leader still gives
+// the session at least the other two thirds: its client learns of the
+// trouble, and re-attaches through a node that reaches the leader, well
+// before the session could expire. A connection whose session was
+// created or attached since is vouched for by that command, which the
+// leader applied after the connection began its handshake. A ZooKeeper
+// follower keeps answering such clients until its syncLimit runs out,
+// which can be too late for them.
+func (s *Server) dropUnvouched(now, vouched time.Time, limit time.Duration) {
 	for _, c := range s.openConns() {
 		t := time.Duration(c.timeout.Load())
-		if c.sessionID.Load() == 0 || t == 0 || silent <= min(limit, t/3) {
+		if c.sessionID.Load() == 0 || t == 0 {
+			continue
+		}
+		since := vouched
+		if at := time.Unix(0, c.attachedAt.Load()); at.After(since) {
+			since = at
+		}
+		silent := now.Sub(since)
+		if silent <= min(limit, t/3) {
 			continue
 		}
 		if c.out.abort() {
-			s.log.Info("dropping connection: no word from a leader to vouch for its session", "session", c.sessionID.Load(), "silent", silent, "timeout", t)
+			s.log.Warn("dropping connection: the leader has not heard of its session's activity for a third of its timeout",
+				"session", c.sessionID.Load(), "unheard", silent, "timeout", t)
 		}
 	}
+}
+
+// hasSessions reports whether any connection here carries a session.
+func (s *Server) hasSessions() bool {
+	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	for _, c := range s.conns {
+		if c.sessionID.Load() != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // setServing starts or stops serving clients; stopping drops every client

@@ -15,6 +15,7 @@ import (
 // with its id and password. It reports whether the connection carries on.
 func (c *conn) connect(req *wire.ConnectRequest) bool {
 	s := c.srv
+	began := time.Now()
 	timeout := session.NegotiateTimeout(time.Duration(req.Timeout)*time.Millisecond, s.cfg.MinSessionTimeout, s.cfg.MaxSessionTimeout)
 	if req.SessionID != 0 {
 		// In an ensemble, first catch up with the leader, as a ZooKeeper
@@ -40,12 +41,12 @@ func (c *conn) connect(req *wire.ConnectRequest) bool {
 		return false
 	}
 	if req.SessionID == 0 {
-		return c.createSession(timeout)
+		return c.createSession(timeout, began)
 	}
-	return c.reattach(req.SessionID, req.Passwd, timeout)
+	return c.reattach(req.SessionID, req.Passwd, timeout, began)
 }
 
-func (c *conn) createSession(timeout time.Duration) bool {
+func (c *conn) createSession(timeout time.Duration, began time.Time) bool {
 	s := c.srv
 	id := s.nextSessionID()
 	pw := newPassword()
@@ -60,7 +61,7 @@ func (c *conn) createSession(timeout time.Duration) bool {
 	if !s.await(p) || p.err != nil {
 		return false
 	}
-	c.attach(id, timeout)
+	c.attach(id, timeout, began)
 	s.log.Debug("session created", "session", id, "timeout", timeout, "ip", c.ip)
 	c.sendConnectResponse(&wire.ConnectResponse{Timeout: int32(timeout / time.Millisecond), SessionID: id, Passwd: pw})
 	return true
@@ -72,7 +73,7 @@ func (c *conn) createSession(timeout time.Duration) bool {
 // (SESSIONMOVED) wherever it arrives, instead of committing after this
 // connection's writes. Its old connection, wherever it is, is dropped, as
 // ZooKeeper closes it when a client reconnects elsewhere.
-func (c *conn) reattach(id int64, passwd []byte, timeout time.Duration) bool {
+func (c *conn) reattach(id int64, passwd []byte, timeout time.Duration, began time.Time) bool {
 	s := c.srv
 	_, pw, ok := s.db.Session(id)
 	ok = ok && bytes.Equal(pw, passwd)
@@ -97,7 +98,7 @@ func (c *conn) reattach(id int64, passwd []byte, timeout time.Duration) bool {
 		c.out.finish()
 		return false
 	}
-	c.attach(id, timeout)
+	c.attach(id, timeout, began)
 	s.log.Debug("session re-attached", "session", id, "ip", c.ip)
 	c.sendConnectResponse(&wire.ConnectResponse{Timeout: int32(timeout / time.Millisecond), SessionID: id, Passwd: pw})
 	return true
@@ -105,8 +106,9 @@ func (c *conn) reattach(id int64, passwd []byte, timeout time.Duration) bool {
 
 // attach makes id this connection's session, on the negotiated timeout;
 // its writes are numbered from 1 again, as the DB expects after a create
-// or an attach.
-func (c *conn) attach(id int64, timeout time.Duration) {
+// or an attach. began is when the handshake started.
+func (c *conn) attach(id int64, timeout time.Duration, began time.Time) {
+	c.attachedAt.Store(began.UnixNano())
 	c.timeout.Store(int64(timeout))
 	c.sessionID.Store(id)
 	c.order = 0

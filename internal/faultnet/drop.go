@@ -24,6 +24,19 @@ func (n *Network) Drop(node string, others ...string) {
 	}
 }
 
+// DropOneWay stops node from opening connections to to, silently, while
+// to's connections to from work on: a stateful firewall that blocks new
+// connections in one direction, or a peer whose accept queue is full. A
+// dial from→to waits out its timeout, and the connections from already
+// opened to to hang (both ways, bytes kept) until Heal; connections that
+// to dialled are untouched, so from still hears everything to sends it on
+// them.
+func (n *Network) DropOneWay(from, to string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.dropped[link{from, to}] = true
+}
+
 // healDropsLocked restores every dropped link and wakes what waits on one.
 // n.mu must be held.
 func (n *Network) healDropsLocked() {

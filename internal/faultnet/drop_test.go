@@ -70,6 +70,64 @@ func readExactly(t *testing.T, c net.Conn, want string, limit time.Duration) {
 	}
 }
 
+// greeter listens and writes "hi" on every connection; its address names
+// it as a node.
+func greeter(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			s, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = s.Write([]byte("hi"))
+			t.Cleanup(func() { s.Close() })
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestDropOneWay cuts only one node's side: a's open connection to b and
+// a's new dials hang, while b's dials to a go through both ways.
+func TestDropOneWay(t *testing.T) {
+	n := New()
+	a, b := greeter(t), greeter(t)
+	ab, err := n.Dialer(a)(b, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ab.Close()
+	readExactly(t, ab, "hi", 5*time.Second)
+
+	n.DropOneWay(a, b)
+	_ = ab.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, err := ab.Read(make([]byte, 1)); !isTimeout(err) {
+		t.Fatalf("read on a's connection across the cut: %v, want a timeout", err)
+	}
+	if _, err := n.Dialer(a)(b, 100*time.Millisecond); !isTimeout(err) {
+		t.Fatalf("a new dial a→b across the cut: %v, want a timeout", err)
+	}
+	ba, err := n.Dialer(b)(a, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial b→a: %v", err)
+	}
+	defer ba.Close()
+	readExactly(t, ba, "hi", 5*time.Second)
+
+	n.Heal()
+	fresh, err := n.Dialer(a)(b, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial a→b after heal: %v", err)
+	}
+	defer fresh.Close()
+	readExactly(t, fresh, "hi", 5*time.Second)
+}
+
 func TestDropIsSilentAndHeals(t *testing.T) {
 	tests := []struct {
 		name string

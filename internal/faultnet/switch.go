@@ -39,11 +39,14 @@ type Switch struct {
 	mu      sync.Mutex // guards the fields below
 	routes  map[string]Route
 	lns     []net.Listener
-	dropped map[link]bool
-	healed  chan struct{} // closed and replaced by Heal
-	conns   map[net.Conn]struct{}
-	paused  int // copiers and connections held by a Drop, for tests
-	closed  bool
+	dropped map[link]bool // byte directions paused by Drop
+	// dialsCut holds, by dialler and target, the connections DropDials
+	// stopped: new and open ones alike, both ways.
+	dialsCut map[link]bool
+	healed   chan struct{} // closed and replaced by Heal
+	conns    map[net.Conn]struct{}
+	paused   int // copiers and connections held by a Drop, for tests
+	closed   bool
 }
 
 // StartSwitch listens on a free port of each route's IP and starts
@@ -51,13 +54,14 @@ type Switch struct {
 func StartSwitch(tb testing.TB, routes []Route) *Switch {
 	tb.Helper()
 	s := &Switch{
-		byIP:    make(map[string]string),
-		front:   make(map[string]string),
-		done:    make(chan struct{}),
-		routes:  make(map[string]Route),
-		dropped: make(map[link]bool),
-		healed:  make(chan struct{}),
-		conns:   make(map[net.Conn]struct{}),
+		byIP:     make(map[string]string),
+		front:    make(map[string]string),
+		done:     make(chan struct{}),
+		routes:   make(map[string]Route),
+		dropped:  make(map[link]bool),
+		dialsCut: make(map[link]bool),
+		healed:   make(chan struct{}),
+		conns:    make(map[net.Conn]struct{}),
 	}
 	tb.Cleanup(func() { s.Close() })
 	for _, r := range routes {
@@ -112,11 +116,23 @@ func (s *Switch) Drop(node string, others ...string) {
 	}
 }
 
+// DropDials stops node from opening connections to node to, silently,
+// while to's connections to from carry on: a one-way cut, as a stateful
+// firewall or a full accept queue makes. A new connection from→to is held
+// before it reaches to, and those already open hang both ways, bytes
+// kept, until Heal.
+func (s *Switch) DropDials(from, to string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dialsCut[link{from, to}] = true
+}
+
 // Heal resumes every paused link.
 func (s *Switch) Heal() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.dropped)
+	clear(s.dialsCut)
 	close(s.healed)
 	s.healed = make(chan struct{})
 }
@@ -152,11 +168,12 @@ func (s *Switch) Close() error {
 
 var errSwitchClosed = errors.New("faultnet: switch closed")
 
-// waitUp blocks while from→to is dropped; it fails once the switch closes.
-func (s *Switch) waitUp(from, to string) error {
+// waitUp blocks while bytes from→to are dropped or the connection's dial
+// (dialler to target) is cut; it fails once the switch closes.
+func (s *Switch) waitUp(from, to string, dial link) error {
 	for {
 		s.mu.Lock()
-		dropped, healed := s.dropped[link{from, to}], s.healed
+		dropped, healed := s.dropped[link{from, to}] || s.dialsCut[dial], s.healed
 		if dropped {
 			s.paused++
 		}
@@ -222,7 +239,8 @@ func (s *Switch) forward(c net.Conn, to string) {
 	defer s.wg.Done()
 	srcIP := c.RemoteAddr().(*net.TCPAddr).IP.String()
 	from := s.byIP[srcIP] // "" for an unknown source: never dropped
-	if err := s.waitUp(from, to); err != nil {
+	dial := link{from, to}
+	if err := s.waitUp(from, to, dial); err != nil {
 		s.untrack(c)
 		return
 	}
@@ -240,24 +258,24 @@ func (s *Switch) forward(c net.Conn, to string) {
 		return
 	}
 	s.wg.Add(2)
-	go s.copy(up, c, from, to)
-	go s.copy(c, up, to, from)
+	go s.copy(up, c, from, to, dial)
+	go s.copy(c, up, to, from, dial)
 }
 
 // copy moves bytes from src to dst while the link from→to is up. Bytes
 // read just before a Drop are held until Heal, never lost, and so is the
 // end of the stream: a FIN does not cross a partition either.
-func (s *Switch) copy(dst, src net.Conn, from, to string) {
+func (s *Switch) copy(dst, src net.Conn, from, to string, dial link) {
 	defer s.wg.Done()
 	defer s.untrack(dst)
 	defer s.untrack(src)
 	buf := make([]byte, 32<<10)
 	for {
-		if s.waitUp(from, to) != nil {
+		if s.waitUp(from, to, dial) != nil {
 			return
 		}
 		n, rerr := src.Read(buf)
-		if s.waitUp(from, to) != nil {
+		if s.waitUp(from, to, dial) != nil {
 			return
 		}
 		if n > 0 {

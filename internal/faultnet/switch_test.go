@@ -141,6 +141,24 @@ func TestSwitch(t *testing.T) {
 				t.Fatalf("after heal read %d of %d bytes: %v", got, n, err)
 			}
 		}},
+		{"a one-way cut holds the cut side's connections and leaves the other side's", func(t *testing.T, s *Switch) {
+			p21 := dialFrom(t, ips[1], s.Front("1")) // 2 dialled 1: cut below
+			p21.expect(t, ips[1]+"\n", 5*time.Second)
+			p12 := dialFrom(t, ips[0], s.Front("2")) // 1 dialled 2: untouched
+			p12.expect(t, ips[0]+"\n", 5*time.Second)
+
+			s.DropDials("2", "1")
+			p21.send(t, "a")
+			p21.expectNothing(t, 200*time.Millisecond)
+			late := dialFrom(t, ips[1], s.Front("1"))
+			late.expectNothing(t, 200*time.Millisecond)
+			p12.send(t, "b") // both directions of 1's own connection flow
+			p12.expect(t, "b", 5*time.Second)
+
+			s.Heal()
+			p21.expect(t, "a", 5*time.Second)
+			late.expect(t, ips[1]+"\n", 5*time.Second)
+		}},
 		{"close ends every forwarded connection", func(t *testing.T, s *Switch) {
 			p := dialFrom(t, ips[1], s.Front("3"))
 			p.expect(t, ips[1]+"\n", 5*time.Second)

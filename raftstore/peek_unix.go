@@ -1,0 +1,71 @@
+//go:build unix
+
+package raftstore
+
+import (
+	"io"
+	"net"
+	"syscall"
+)
+
+// peek copies into buf the bytes c has received and nobody has read,
+// without consuming them or waiting: 0 when there are none, the peer
+// closed, or c is not a socket. Through Control, not Read: a goroutine
+// may be blocked reading c and holds its read lock.
+func peek(c net.Conn, buf []byte) int {
+	rc := rawConn(c)
+	if rc == nil {
+		return 0
+	}
+	n := 0
+	_ = rc.Control(func(fd uintptr) {
+		k, _, err := syscall.Recvfrom(int(fd), buf, syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		if err == nil && k > 0 {
+			n = k
+		}
+	})
+	return n
+}
+
+// waitPeek waits, within c's read deadline, until len(buf) bytes have
+// arrived on c, copies them into buf without consuming them, and calls
+// claim on them; it returns claim's error, or the read's.
+func waitPeek(c net.Conn, buf []byte, claim func([]byte) error) error {
+	rc := rawConn(c)
+	if rc == nil {
+		return errNoPeek
+	}
+	var err error
+	rerr := rc.Read(func(fd uintptr) bool {
+		k, _, perr := syscall.Recvfrom(int(fd), buf, syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		switch {
+		case perr == syscall.EAGAIN:
+			return false // nothing yet: wait for it
+		case perr != nil:
+			err = perr
+		case k == 0:
+			err = io.EOF
+		case k < len(buf):
+			return false // part of it: wait for the rest
+		default:
+			err = claim(buf)
+		}
+		return true
+	})
+	if rerr != nil {
+		return rerr
+	}
+	return err
+}
+
+func rawConn(c net.Conn) syscall.RawConn {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
+}
