@@ -452,9 +452,16 @@ func (t *Tree) deleteContainer(c *ctx, path string) error {
 // refused: 0 would make ephemerals persistent, and ids equal to the container
 // marker or with an all-ones top byte (server id 255, which ZooKeeper forbids
 // when extended types are enabled) would read back as containers or TTL nodes.
+// An id already in use is refused too (ErrSessionExists), leaving that
+// session, its password, timeout and ephemerals as they were: a server
+// restarted with its clock behind its previous run can mint an id again, and
+// taking the live session over would hand its ephemerals to a stranger.
 func (t *Tree) createSession(req *CreateSession) error {
 	if kindOf(req.ID) != kindEphemeral || req.ID&extendedMask == extendedMask {
 		return ErrBadArguments
+	}
+	if _, ok := t.sessions[req.ID]; ok {
+		return ErrSessionExists
 	}
 	t.sessions[req.ID] = session{timeout: req.Timeout, passwd: cloneData(req.Passwd)}
 	return nil

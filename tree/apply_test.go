@@ -436,6 +436,37 @@ func TestCreateSessionRejectsImpossibleIDs(t *testing.T) {
 	}
 }
 
+// TestCreateSessionKeepsAnExistingSession: a createSession for an id in use
+// (minted again by a server whose clock went back) is refused as an error
+// txn that takes its zxid and changes nothing: the session keeps its
+// timeout, password and ephemerals.
+func TestCreateSessionKeepsAnExistingSession(t *testing.T) {
+	const id = 0x0100000000000001
+	h := newHarness(t)
+	h.session_(id) // timeout 30000, password "pw"
+	h.session = id
+	h.create("/e", wire.ModeEphemeral)
+	before := h.tr.Digest()
+
+	r := h.apply(wire.OpCreateSession, &CreateSession{ID: id, Timeout: 4000, Passwd: []byte("stranger")})
+	if r.Err != ErrSessionExists || r.Events != nil {
+		t.Fatalf("second create of %#x: %+v, want ErrSessionExists", id, r)
+	}
+	if h.tr.LastZxid() != h.zxid {
+		t.Fatalf("last zxid %d, want %d: the refusal takes its zxid", h.tr.LastZxid(), h.zxid)
+	}
+	if to, pw, ok := h.tr.Session(id); !ok || to != 30000 || string(pw) != "pw" {
+		t.Fatalf("session after the refused create: timeout %d password %q (%v), want 30000 \"pw\"", to, pw, ok)
+	}
+	if got := h.tr.EphemeralsBySession()[id]; !reflect.DeepEqual(got, []string{"/e"}) {
+		t.Fatalf("ephemerals after the refused create: %v", got)
+	}
+	if h.tr.Digest() != before {
+		t.Fatal("the refused create changed the tree's digest")
+	}
+	checkInvariants(t, h.tr)
+}
+
 func TestContainersAndTTL(t *testing.T) {
 	h := newHarness(t)                                                                            // time = zxid*1000
 	h.create("/c", wire.ModeContainer)                                                            // 1
