@@ -531,3 +531,39 @@ func TestContainersAndTTL(t *testing.T) {
 	}
 	checkInvariants(t, h.tr)
 }
+
+// TestDeleteContainerRechecksUse: the leader scans for empty containers
+// that have had a child and proposes their deletion; if the container is
+// deleted and created again before that delete applies, the new container
+// (cversion 0, never used) stays, as ZooKeeper's scan would leave it. The
+// same delete applied to the container the scan saw removes it.
+func TestDeleteContainerRechecksUse(t *testing.T) {
+	h := newHarness(t)
+	h.create("/c", wire.ModeContainer)
+	h.create("/c/x", 0)
+	h.mustOK(wire.OpDelete, &wire.DeleteRequest{Path: "/c/x", Version: -1})
+	if got := h.tr.ExpiryCandidates(h.zxid * 1000); !reflect.DeepEqual(got, []string{"/c"}) {
+		t.Fatalf("candidates %v, want [/c]", got)
+	}
+	// Between the scan and the apply a client deletes and re-creates it.
+	h.mustOK(wire.OpDelete, &wire.DeleteRequest{Path: "/c", Version: -1})
+	h.create("/c", wire.ModeContainer)
+	created := h.stat("/c").Czxid
+
+	if r := h.apply(wire.OpDeleteContainer, &wire.PathRequest{Path: "/c"}); r.Err != ErrBadVersion || r.Events != nil {
+		t.Fatalf("delete of a never-used container: %+v, want ErrBadVersion", r)
+	}
+	if st := h.stat("/c"); st.Czxid != created {
+		t.Fatalf("/c czxid %d, want %d", st.Czxid, created)
+	}
+	// Once it has had a child it goes.
+	h.create("/c/y", 0)
+	h.mustOK(wire.OpDelete, &wire.DeleteRequest{Path: "/c/y", Version: -1})
+	if r := h.apply(wire.OpDeleteContainer, &wire.PathRequest{Path: "/c"}); r.Err != nil {
+		t.Fatalf("delete of a used, empty container: %v", r.Err)
+	}
+	if _, ok := h.tr.Stat("/c"); ok {
+		t.Fatal("used, empty container still there")
+	}
+	checkInvariants(t, h.tr)
+}
