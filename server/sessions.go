@@ -94,7 +94,11 @@ func (c *conn) createSession(timeout time.Duration) bool {
 // then on a write still in flight from the old connection is refused
 // (SESSIONMOVED) wherever it arrives, instead of committing after this
 // connection's writes. Its old connection, wherever it is, is dropped, as
-// ZooKeeper closes it when a client reconnects elsewhere.
+// ZooKeeper closes it when a client reconnects elsewhere — but only once
+// the password has been checked. ZooKeeper 3.8 closes the session's current
+// connection before it checks the password; hutch does not, on purpose:
+// session ids are shown by cons and dump, so anyone could otherwise cut
+// any client off (docs/operations.md, Known differences).
 func (c *conn) reattach(id int64, passwd []byte, timeout time.Duration) bool {
 	s := c.srv
 	_, pw, ok := s.db.Session(id)
