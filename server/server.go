@@ -76,7 +76,7 @@ func New(cfg Config) *Server {
 		words:      enabledWords(cfg),
 	}
 	s.stats.init()
-	s.db = zkdb.New(zkdb.Config{TickTime: cfg.TickTime, Clock: cfg.Clock, Sink: sink{s}, SASL: len(cfg.SASLUsers) > 0})
+	s.db = zkdb.New(zkdb.Config{TickTime: cfg.TickTime, Clock: cfg.Clock, Sink: sink{s}, SASL: len(cfg.SASLUsers) > 0, Logger: cfg.Logger})
 	if cfg.Raft != nil {
 		s.nodeID = cfg.Raft.NodeID
 		s.commit = newRaftCommitter(s, *cfg.Raft)

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"time"
 
 	"github.com/hutchzk/hutch/session"
@@ -46,25 +47,47 @@ func (c *conn) connect(req *wire.ConnectRequest) bool {
 	return c.reattach(req.SessionID, req.Passwd, timeout, began)
 }
 
+// sessionIDTries bounds how many ids createSession mints for one client.
+// After the first collision the generator skips past every id of this
+// server in use, so the second try succeeds unless two members share a
+// server id; the bound keeps such an ensemble from looping.
+const sessionIDTries = 3
+
+// createSession registers a new session for the client. Applying the
+// create refuses an id already in use (tree.ErrSessionExists), the same on
+// every replica: this server's clock may be behind the run that minted
+// that id. It then mints another, past every id of this server in use.
 func (c *conn) createSession(timeout time.Duration, began time.Time) bool {
 	s := c.srv
-	id := s.nextSessionID()
-	pw := newPassword()
-	p := &proposal{
-		cmd: zkdb.Command{Conn: c.id, Kind: zkdb.KindTxn, Txn: tree.Txn{Session: id, Op: wire.OpCreateSession,
-			Req: &tree.CreateSession{ID: id, Timeout: int32(timeout / time.Millisecond), Passwd: pw}}},
-		conn: c,
+	for try := 1; ; try++ {
+		id := s.nextSessionID()
+		pw := newPassword()
+		p := &proposal{
+			cmd: zkdb.Command{Conn: c.id, Kind: zkdb.KindTxn, Txn: tree.Txn{Session: id, Op: wire.OpCreateSession,
+				Req: &tree.CreateSession{ID: id, Timeout: int32(timeout / time.Millisecond), Passwd: pw}}},
+			conn: c,
+		}
+		if !s.submit(p) || !s.await(p) {
+			return false
+		}
+		if errors.Is(p.err, tree.ErrSessionExists) && try < sessionIDTries {
+			last, _ := s.db.LastSessionID(id)
+			s.log.Warn("session id already in use (this server's clock is behind the run that minted it); minting another",
+				"session", id, "lastInUse", last)
+			s.idsMu.Lock()
+			s.ids.SkipPast(last)
+			s.idsMu.Unlock()
+			continue
+		}
+		if p.err != nil {
+			s.log.Warn("session not created", "session", id, "ip", c.ip, "err", p.err)
+			return false
+		}
+		c.attach(id, timeout, began)
+		s.log.Debug("session created", "session", id, "timeout", timeout, "ip", c.ip)
+		c.sendConnectResponse(&wire.ConnectResponse{Timeout: int32(timeout / time.Millisecond), SessionID: id, Passwd: pw})
+		return true
 	}
-	if !s.submit(p) {
-		return false
-	}
-	if !s.await(p) || p.err != nil {
-		return false
-	}
-	c.attach(id, timeout, began)
-	s.log.Debug("session created", "session", id, "timeout", timeout, "ip", c.ip)
-	c.sendConnectResponse(&wire.ConnectResponse{Timeout: int32(timeout / time.Millisecond), SessionID: id, Passwd: pw})
-	return true
 }
 
 // reattach moves a session to this connection. The move is a command in
@@ -72,7 +95,11 @@ func (c *conn) createSession(timeout time.Duration, began time.Time) bool {
 // then on a write still in flight from the old connection is refused
 // (SESSIONMOVED) wherever it arrives, instead of committing after this
 // connection's writes. Its old connection, wherever it is, is dropped, as
-// ZooKeeper closes it when a client reconnects elsewhere.
+// ZooKeeper closes it when a client reconnects elsewhere — but only once
+// the password has been checked. ZooKeeper 3.8 closes the session's current
+// connection before it checks the password; hutch does not, on purpose:
+// session ids are shown by cons and dump, so anyone could otherwise cut
+// any client off (docs/operations.md, Known differences).
 func (c *conn) reattach(id int64, passwd []byte, timeout time.Duration, began time.Time) bool {
 	s := c.srv
 	_, pw, ok := s.db.Session(id)

@@ -11,6 +11,8 @@ import (
 // five bytes, and a counter in the low two bytes that simply keeps counting.
 // The time part keeps a restarted server from reissuing the ids of sessions
 // that clients still hold; the server byte keeps servers of one ensemble apart.
+// The time part fails when a server restarts with its clock behind its
+// previous run's: the caller finds the id taken and moves on (SkipPast).
 //
 // It is not safe for concurrent use.
 type IDGenerator struct {
@@ -40,4 +42,17 @@ func (g *IDGenerator) Next() int64 {
 			return id
 		}
 	}
+}
+
+// SkipPast makes the sequence continue after id, when id belongs to the same
+// server (top byte) and is not behind the sequence already: a caller that
+// found an id taken skips every id up to the largest one in use instead of
+// colliding with them one by one. An id whose successor would spill into
+// the next server's byte is ignored.
+func (g *IDGenerator) SkipPast(id int64) {
+	const low = 1<<56 - 1
+	if id>>56 != g.next>>56 || id < g.next || id&low == low {
+		return
+	}
+	g.next = id + 1
 }

@@ -102,6 +102,40 @@ func TestIDGeneratorSkipsReserved(t *testing.T) {
 	}
 }
 
+// TestIDGeneratorSkipPast: a taken id moves the sequence past it, but only
+// forward and only within the generator's own server byte.
+func TestIDGeneratorSkipPast(t *testing.T) {
+	start := time.UnixMilli(0x12_3456_789A)
+	const first = 0x01_12_3456_789A_0000
+	tests := []struct {
+		name string
+		skip int64
+		want int64 // the next id after the skip
+	}{
+		{"ahead", first + 41, first + 42},
+		{"the next id itself", first, first + 1},
+		{"behind is ignored", first - 5, first},
+		{"another server's id is ignored", 0x02_12_3456_789A_0100, first},
+		{"an id whose successor is the next server's is ignored", 0x01_ff_ffff_ffff_ffff, first},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewIDGenerator(1, start)
+			g.SkipPast(tc.skip)
+			if got := g.Next(); got != tc.want {
+				t.Fatalf("next id = %#x, want %#x", uint64(got), uint64(tc.want))
+			}
+		})
+	}
+	// Server 0xfe's ids are negative; the order within the byte holds.
+	g := NewIDGenerator(0xfe, start)
+	base := g.Next()
+	g.SkipPast(base + 9)
+	if got := g.Next(); got != base+10 {
+		t.Fatalf("server 0xfe: next id = %#x, want %#x", uint64(got), uint64(base+10))
+	}
+}
+
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }

@@ -412,13 +412,16 @@ func (t *Tree) check(c *ctx, path string, version int32) error {
 }
 
 // deleteContainer is the server's cleanup of containers and TTL nodes:
-// path shape → node exists → no children → still a container or TTL node
-// (BadVersion otherwise) → for a TTL node, expired by the transaction's own
-// time (BadVersion otherwise). No ACL check, as in ZooKeeper. ZooKeeper
-// neither re-checks the TTL nor refuses a plain persistent node that
-// replaced the candidate; hutch does both, so that a delete decided by one
-// clock, or proposed twice, can never remove a node that is not due by the
-// log's time.
+// path shape → node exists → no children → still a container that has had
+// a child (stored cversion > 0), or a TTL node expired by the transaction's
+// own time (BadVersion otherwise). No ACL check, as in ZooKeeper. ZooKeeper
+// checks only that the node is empty and not an ephemeral: it re-checks
+// neither the TTL nor the cversion, and deletes a plain persistent node
+// that replaced the candidate. hutch checks again everything the scan
+// (ExpiryCandidates) looked at, so that a delete decided by one clock,
+// proposed twice, or overtaken by a delete and re-create of the container
+// (a new node, never used) cannot remove a node that is not due by the
+// log's own state and time.
 func (t *Tree) deleteContainer(c *ctx, path string) error {
 	parentPath, name, ok := splitParent(path)
 	if !ok || isSpecialPath(path) {
@@ -433,6 +436,9 @@ func (t *Tree) deleteContainer(c *ctx, path string) error {
 	}
 	switch kindOf(n.st.owner) {
 	case kindContainer:
+		if n.st.cversion == 0 {
+			return ErrBadVersion
+		}
 	case kindTTL:
 		if !ttlExpired(n, c.time) {
 			return ErrBadVersion
@@ -452,9 +458,16 @@ func (t *Tree) deleteContainer(c *ctx, path string) error {
 // refused: 0 would make ephemerals persistent, and ids equal to the container
 // marker or with an all-ones top byte (server id 255, which ZooKeeper forbids
 // when extended types are enabled) would read back as containers or TTL nodes.
+// An id already in use is refused too (ErrSessionExists), leaving that
+// session, its password, timeout and ephemerals as they were: a server
+// restarted with its clock behind its previous run can mint an id again, and
+// taking the live session over would hand its ephemerals to a stranger.
 func (t *Tree) createSession(req *CreateSession) error {
 	if kindOf(req.ID) != kindEphemeral || req.ID&extendedMask == extendedMask {
 		return ErrBadArguments
+	}
+	if _, ok := t.sessions[req.ID]; ok {
+		return ErrSessionExists
 	}
 	t.sessions[req.ID] = session{timeout: req.Timeout, passwd: cloneData(req.Passwd)}
 	return nil

@@ -436,6 +436,37 @@ func TestCreateSessionRejectsImpossibleIDs(t *testing.T) {
 	}
 }
 
+// TestCreateSessionKeepsAnExistingSession: a createSession for an id in use
+// (minted again by a server whose clock went back) is refused as an error
+// txn that takes its zxid and changes nothing: the session keeps its
+// timeout, password and ephemerals.
+func TestCreateSessionKeepsAnExistingSession(t *testing.T) {
+	const id = 0x0100000000000001
+	h := newHarness(t)
+	h.session_(id) // timeout 30000, password "pw"
+	h.session = id
+	h.create("/e", wire.ModeEphemeral)
+	before := h.tr.Digest()
+
+	r := h.apply(wire.OpCreateSession, &CreateSession{ID: id, Timeout: 4000, Passwd: []byte("stranger")})
+	if r.Err != ErrSessionExists || r.Events != nil {
+		t.Fatalf("second create of %#x: %+v, want ErrSessionExists", id, r)
+	}
+	if h.tr.LastZxid() != h.zxid {
+		t.Fatalf("last zxid %d, want %d: the refusal takes its zxid", h.tr.LastZxid(), h.zxid)
+	}
+	if to, pw, ok := h.tr.Session(id); !ok || to != 30000 || string(pw) != "pw" {
+		t.Fatalf("session after the refused create: timeout %d password %q (%v), want 30000 \"pw\"", to, pw, ok)
+	}
+	if got := h.tr.EphemeralsBySession()[id]; !reflect.DeepEqual(got, []string{"/e"}) {
+		t.Fatalf("ephemerals after the refused create: %v", got)
+	}
+	if h.tr.Digest() != before {
+		t.Fatal("the refused create changed the tree's digest")
+	}
+	checkInvariants(t, h.tr)
+}
+
 func TestContainersAndTTL(t *testing.T) {
 	h := newHarness(t)                                                                            // time = zxid*1000
 	h.create("/c", wire.ModeContainer)                                                            // 1
@@ -497,6 +528,42 @@ func TestContainersAndTTL(t *testing.T) {
 		if i > 10 {
 			t.Fatal("the TTL node never came due")
 		}
+	}
+	checkInvariants(t, h.tr)
+}
+
+// TestDeleteContainerRechecksUse: the leader scans for empty containers
+// that have had a child and proposes their deletion; if the container is
+// deleted and created again before that delete applies, the new container
+// (cversion 0, never used) stays, as ZooKeeper's scan would leave it. The
+// same delete applied to the container the scan saw removes it.
+func TestDeleteContainerRechecksUse(t *testing.T) {
+	h := newHarness(t)
+	h.create("/c", wire.ModeContainer)
+	h.create("/c/x", 0)
+	h.mustOK(wire.OpDelete, &wire.DeleteRequest{Path: "/c/x", Version: -1})
+	if got := h.tr.ExpiryCandidates(h.zxid * 1000); !reflect.DeepEqual(got, []string{"/c"}) {
+		t.Fatalf("candidates %v, want [/c]", got)
+	}
+	// Between the scan and the apply a client deletes and re-creates it.
+	h.mustOK(wire.OpDelete, &wire.DeleteRequest{Path: "/c", Version: -1})
+	h.create("/c", wire.ModeContainer)
+	created := h.stat("/c").Czxid
+
+	if r := h.apply(wire.OpDeleteContainer, &wire.PathRequest{Path: "/c"}); r.Err != ErrBadVersion || r.Events != nil {
+		t.Fatalf("delete of a never-used container: %+v, want ErrBadVersion", r)
+	}
+	if st := h.stat("/c"); st.Czxid != created {
+		t.Fatalf("/c czxid %d, want %d", st.Czxid, created)
+	}
+	// Once it has had a child it goes.
+	h.create("/c/y", 0)
+	h.mustOK(wire.OpDelete, &wire.DeleteRequest{Path: "/c/y", Version: -1})
+	if r := h.apply(wire.OpDeleteContainer, &wire.PathRequest{Path: "/c"}); r.Err != nil {
+		t.Fatalf("delete of a used, empty container: %v", r.Err)
+	}
+	if _, ok := h.tr.Stat("/c"); ok {
+		t.Fatal("used, empty container still there")
 	}
 	checkInvariants(t, h.tr)
 }

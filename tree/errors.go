@@ -17,7 +17,8 @@ func (e *Error) Error() string { return e.msg }
 
 func newError(c wire.Code, msg string) *Error { return &Error{Code: c, msg: "tree: " + msg} }
 
-// Sentinel errors, one per ZooKeeper code the tree can produce.
+// Sentinel errors, one per ZooKeeper code the tree can produce, and one the
+// server handles itself.
 var (
 	ErrSystemError             error = newError(wire.CodeSystemError, "system error")
 	ErrRuntimeInconsistency    error = newError(wire.CodeRuntimeInconsistency, "runtime inconsistency")
@@ -33,6 +34,11 @@ var (
 	ErrSessionExpired          error = newError(wire.CodeSessionExpired, "session expired")
 	ErrInvalidACL              error = newError(wire.CodeInvalidACL, "invalid ACL")
 	ErrReconfigDisabled        error = newError(wire.CodeReconfigDisabled, "reconfig disabled")
+	// ErrSessionExists refuses a createSession for an id already in use. No
+	// client sees it (the server mints another id), so it has no code of
+	// its own; ZooKeeper's session tracker likewise never replaces a
+	// session (putIfAbsent).
+	ErrSessionExists error = newError(wire.CodeSystemError, "session id already in use")
 )
 
 // ToCode maps an error returned by this package to its ZooKeeper wire code:

@@ -1,6 +1,7 @@
 package zkdb
 
 import (
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -59,12 +60,16 @@ type Config struct {
 	// SASL registers the sasl ACL scheme in the tree (tree.EnableSASL),
 	// restored snapshots included.
 	SASL bool
+	// Logger receives the DB's rare warnings (the transaction clock
+	// stepping back); slog.Default() when nil.
+	Logger *slog.Logger
 }
 
 // DB is one node's replica of the state, and the node's own watches and
 // session timers. Lock order: mu, then watchMu, then timersMu.
 type DB struct {
 	sasl  bool // Config.SASL: every tree it holds accepts the sasl scheme
+	log   *slog.Logger
 	clock clock.Clock
 	tick  time.Duration
 	sink  Sink
@@ -133,8 +138,12 @@ func New(cfg Config) *DB {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	d := &DB{
 		sasl:    cfg.SASL,
+		log:     cfg.Logger,
 		clock:   cfg.Clock,
 		tick:    cfg.TickTime,
 		sink:    cfg.Sink,
@@ -154,9 +163,8 @@ func New(cfg Config) *DB {
 // Apply applies a batch, command by command, as log entry index (entries at
 // or below the index already applied, by a restored snapshot, are
 // skipped). Every replica applying the same batches reaches the same
-// state: the transaction time is the batch's, raised to the last one
-// applied if the clock that stamped it was behind, and zxids follow the
-// tree's last one.
+// state: the transaction time follows the batch's (see advanceTime) and
+// zxids follow the tree's last one.
 func (d *DB) Apply(b Batch, index uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -167,10 +175,39 @@ func (d *DB) Apply(b Batch, index uint64) {
 	if len(b.Commands) == 0 {
 		return
 	}
-	d.lastTime = max(d.lastTime, b.Time)
+	d.advanceTime(b.Time, index)
 	now := d.clock.Now()
 	for i := range b.Commands {
 		d.applyLocked(&b.Commands[i], b.Term, now)
+	}
+}
+
+// MaxTimeHold is how far a leader's clock may be behind the transaction
+// time and still be held up to it. A clock that far behind is not skew
+// between members or an NTP correction (milliseconds; a leap second is
+// one second) but a clock that jumped ahead and was put right, or one
+// stepped back: the transaction time then follows it back, as ZooKeeper's
+// (the leader's clock, unheld) always does. Ten seconds holds every
+// ordinary step with a wide margin, and bounds how long ctime and mtime
+// stand still after a leader's clock jumped ahead and came back.
+const MaxTimeHold = 10 * time.Second
+
+// advanceTime sets the transaction time for a batch stamped stamp (ms):
+// the stamp, held at the last transaction time if it is behind that by at
+// most MaxTimeHold, so transaction times do not go back when a new
+// leader's clock is a little behind the old one's. Beyond the bound the
+// transaction time steps back to the stamp, with a warning. The rule reads
+// only the batch and the replicated state, never this node's clock, so
+// every replica decides alike. mu is held.
+func (d *DB) advanceTime(stamp int64, index uint64) {
+	switch {
+	case stamp >= d.lastTime:
+		d.lastTime = stamp
+	case d.lastTime-stamp > MaxTimeHold.Milliseconds():
+		d.log.Warn("transaction time steps back to the leader's clock: it was ahead, or has been set back",
+			"txnTime", time.UnixMilli(d.lastTime).UTC(), "leaderTime", time.UnixMilli(stamp).UTC(),
+			"back", time.Duration(d.lastTime-stamp)*time.Millisecond, "index", index)
+		d.lastTime = stamp
 	}
 }
 
@@ -289,7 +326,8 @@ func (d *DB) LastZxid() int64 {
 }
 
 // LastTime returns the transaction clock: the time of the last batch
-// applied, in ms since the epoch, never decreasing.
+// applied, in ms since the epoch. It goes back only when a leader's clock
+// is behind it by more than MaxTimeHold (advanceTime).
 func (d *DB) LastTime() int64 {
 	d.mu.RLock()
 	defer d.mu.RUnlock()

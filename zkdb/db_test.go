@@ -3,6 +3,7 @@ package zkdb
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -30,11 +31,13 @@ var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
 const tick = 100 * time.Millisecond
 
+var quiet = slog.New(slog.DiscardHandler)
+
 func newDB(tb testing.TB) (*DB, *recorder, *clock.Fake) {
 	tb.Helper()
 	rec := &recorder{}
 	fake := clock.NewFake(t0)
-	return New(Config{TickTime: tick, Clock: fake, Sink: rec}), rec, fake
+	return New(Config{TickTime: tick, Clock: fake, Sink: rec, Logger: quiet}), rec, fake
 }
 
 // applier feeds a DB one batch per call, as a log would.
@@ -139,27 +142,6 @@ func TestCloseSessionNamesItsConnection(t *testing.T) {
 	}
 	if db.Touch(sid, fake.Now()) {
 		t.Fatal("a closed session still has a timer")
-	}
-}
-
-// TestTransactionTimeNeverGoesBack: a batch stamped by a clock that is
-// behind (a new leader whose clock is slow) takes the last time instead.
-func TestTransactionTimeNeverGoesBack(t *testing.T) {
-	db, rec, _ := newDB(t)
-	a := &applier{db: db}
-	create := func(p string) Command {
-		return Command{Kind: KindTxn, Txn: tree.Txn{Op: wire.OpCreate, Req: &wire.CreateRequest{Path: p, ACL: open}}}
-	}
-	for _, step := range []struct {
-		stamp, want int64
-	}{{5000, 5000}, {3000, 5000}, {5001, 5001}, {0, 5001}} {
-		a.apply(step.stamp, create("/t"+time.Duration(step.stamp).String()))
-		if got := rec.last().Command.Txn.Time; got != step.want {
-			t.Fatalf("stamped %d: txn time %d, want %d", step.stamp, got, step.want)
-		}
-	}
-	if db.LastTime() != 5001 {
-		t.Fatalf("LastTime %d", db.LastTime())
 	}
 }
 

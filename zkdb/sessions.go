@@ -110,3 +110,20 @@ func (d *DB) ExpiryCandidates(nowMs int64) []string {
 	defer d.mu.RUnlock()
 	return d.tree.ExpiryCandidates(nowMs)
 }
+
+// LastSessionID returns the largest session id in use whose top byte (the
+// server that minted it) is id's; false if there is none. A server that
+// finds an id it minted already taken skips past it (session.IDGenerator
+// SkipPast).
+func (d *DB) LastSessionID(id int64) (int64, bool) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	var last int64
+	found := false
+	for _, s := range d.tree.Sessions() { // ascending
+		if s>>56 == id>>56 {
+			last, found = s, true
+		}
+	}
+	return last, found
+}
