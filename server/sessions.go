@@ -208,6 +208,10 @@ func (s *Server) expiryLoop() {
 	}
 }
 
+// sessionExpiredMsg is the log message of an expiry: tests and operators
+// look for it.
+const sessionExpiredMsg = "session expired"
+
 // expireSessions closes every session whose timeout has run out by the
 // server's clock, if this node owns expiry: the single node always, a Raft
 // node while it leads (having first given every session a full timeout).
@@ -217,7 +221,7 @@ func (s *Server) expireSessions() {
 		return
 	}
 	for _, id := range s.db.ExpireSessions(s.clock.Now()) {
-		s.log.Info("session expired", "session", id)
+		s.log.Info(sessionExpiredMsg, "session", id)
 		s.closeSession(id, nil, 0, term)
 	}
 }
