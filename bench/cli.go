@@ -24,7 +24,7 @@ func Main(args []string) error {
 		case s := <-sig:
 			signal.Stop(sig) // the next interrupt kills
 			fmt.Fprintln(os.Stderr, "\nhutch bench: interrupted; deleting the benchmark's znodes (interrupt again to leave them)")
-			cancel(fmt.Errorf("interrupted by %v", s))
+			cancel(fmt.Errorf("stopped by signal %v", s))
 		case <-ctx.Done():
 		}
 	}()

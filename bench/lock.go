@@ -72,6 +72,10 @@ func (l *fairLock) release() error {
 	return nil
 }
 
+// queueBytes is the size of a lock node's listing with n waiters queued:
+// each child's name (n- and ten digits) with its length prefix.
+func queueBytes(n int) int { return 16 * n }
+
 // exclusion counts the sessions inside the critical section, to catch two
 // at once.
 type exclusion struct {
@@ -116,7 +120,7 @@ func runLock(ctx context.Context, e *env) (*measurement, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, err := e.connectAll(ctx, n, dialOptions{})
+	g, err := e.connectAll(ctx, n, dialOptions{bytes: queueBytes(n)})
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +186,7 @@ func runStock(ctx context.Context, e *env) (*measurement, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, err := e.connectAll(ctx, n, dialOptions{})
+	g, err := e.connectAll(ctx, n, dialOptions{bytes: queueBytes(n)})
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ var memoryWorkload = &workload{
 	about: "znode memory: create many znodes, then read the server's RSS (--pid, --against-pid) (creates/s, RSS growth)",
 	describe: func(s Size) string {
 		z, b, n, w := memorySize(s)
-		return fmt.Sprintf("%d znodes of %d bytes created by %d sessions, %d outstanding per session", z, b, n, w)
+		return fmt.Sprintf("%d znodes of %d bytes created by %d sessions, %d outstanding per session; no warm-up round", z, b, n, w)
 	},
 	coldOnly: true,
 	run:      runMemory,

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // workload is one thing hutch bench measures.
@@ -96,10 +98,14 @@ func runOnce(ctx context.Context, opt *Options, w *workload, target Target, prog
 	runCtx, cancel := context.WithTimeoutCause(ctx, opt.MaxTime, maxTime)
 	defer cancel()
 	m, err = w.run(runCtx, &env{opt: opt, target: target, admin: admin, root: root, prog: prog})
-	if cause := context.Cause(runCtx); err != nil && cause != nil && !errors.Is(err, cause) {
+	switch cause := context.Cause(runCtx); {
+	case err == nil:
+	case cause != nil && !errors.Is(err, cause):
 		// Calls cut short by the deadline fail with whatever the
 		// client says; the deadline is the reason.
 		err = fmt.Errorf("%w (%v)", cause, err)
+	case errors.Is(err, zk.ErrConnectionClosed):
+		err = fmt.Errorf("%w (a session lost its connection: go-zookeeper drops one that hears nothing for 2/3 of --session-timeout, %v, as a loaded server's may)", err, opt.SessionTimeout)
 	}
 	return m, err
 }
