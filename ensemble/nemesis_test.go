@@ -9,7 +9,7 @@ import (
 )
 
 var (
-	nemesisFaults = flag.Int("nemesis.faults", 8, "faults TestEnsembleNemesis injects (100 or more for a long run)")
+	nemesisFaults = flag.Int("nemesis.faults", 10, "faults TestEnsembleNemesis injects (100 or more for a long run)")
 	nemesisSeed   = flag.Uint64("nemesis.seed", 0, "fault schedule seed for TestEnsembleNemesis (0: from the clock, logged)")
 	nemesisKinds  = flag.String("nemesis.kinds", "", "comma-separated fault kinds TestEnsembleNemesis injects (default: all)")
 )

@@ -18,10 +18,10 @@ import (
 var ErrNotReplicated = errors.New("server: not a replicated node")
 
 // AddMember adds a voting member to the ensemble. Only the leader can.
-func (s *Server) AddMember(id uint64, raftAddr string) error { return s.commit.addMember(id, raftAddr) }
+func (s *Server) AddMember(id uint64, raftAddr string) error { return s.repl.AddMember(id, raftAddr) }
 
 // RemoveMember removes a member from the ensemble. Only the leader can.
-func (s *Server) RemoveMember(id uint64) error { return s.commit.removeMember(id) }
+func (s *Server) RemoveMember(id uint64) error { return s.repl.RemoveMember(id) }
 
 // memberRequest is the JSON body of a membership change.
 type memberRequest struct {

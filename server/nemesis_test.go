@@ -18,7 +18,7 @@ import (
 )
 
 var (
-	inprocFaults = flag.Int("nemesis.faults", 6, "faults TestClusterNemesis injects (100 or more for a long run)")
+	inprocFaults = flag.Int("nemesis.faults", 8, "faults TestClusterNemesis injects (100 or more for a long run)")
 	inprocSeed   = flag.Uint64("nemesis.seed", 0, "fault schedule seed for TestClusterNemesis (0: from the clock, logged)")
 	inprocKinds  = flag.String("nemesis.kinds", "", "comma-separated fault kinds TestClusterNemesis injects (default: all it supports)")
 )
