@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -25,8 +24,6 @@ type Config struct {
 	Interrupt <-chan os.Signal
 	// Exit ends the process after an interrupt; nil uses os.Exit.
 	Exit func(code int)
-	// Dial replaces TCP dialling, for tests; nil dials TCP.
-	Dial func(addr string, timeout time.Duration) (net.Conn, error)
 }
 
 // Main runs hutch cli on the process's standard streams and returns its
@@ -146,7 +143,6 @@ func Run(cfg Config) int {
 		return exitUsage
 	}
 	s := newSession(inv.server, inv.timeout, cfg.Stdout, cfg.Stderr)
-	s.dial = cfg.Dial
 	exit := cfg.Exit
 	if exit == nil {
 		exit = os.Exit

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,7 +29,6 @@ const (
 type session struct {
 	host    string // connect string, shown in the prompt
 	timeout time.Duration
-	dial    func(addr string, timeout time.Duration) (net.Conn, error)
 
 	outMu sync.Mutex // serialises writes to out and errOut
 	out   io.Writer  // command results (zkCli's System.out)
@@ -88,7 +86,6 @@ func (s *session) connect(host string, quietStart bool) error {
 	zk, err := zkclient.New(zkclient.Config{
 		Servers:        servers,
 		SessionTimeout: s.timeout,
-		Dial:           s.dial,
 		Watcher: func(ev zkclient.Event) {
 			if skip {
 				skip = false
