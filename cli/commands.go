@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hutchzk/hutch/wire"
 	"github.com/hutchzk/hutch/zkclient"
@@ -80,7 +81,7 @@ func parseArgs(spec string, words []string, min int, usage string) (*cmdLine, er
 // printStat prints st alone.
 func (s *session) printStat(st wire.Stat) {
 	var b strings.Builder
-	printStat(&b, st)
+	printStat(&b, st, time.Local)
 	s.printOut(b.String())
 }
 
@@ -151,7 +152,7 @@ func runLs(s *session, usage string, words []string) error {
 	var b strings.Builder
 	b.WriteString(javaList(children) + "\n")
 	if cl.has('s') {
-		printStat(&b, st)
+		printStat(&b, st, time.Local)
 	}
 	s.printOut(b.String())
 	return nil
@@ -220,7 +221,7 @@ func (s *session) printData(data []byte, st wire.Stat, withStat bool) {
 		b.WriteString(javaString(data) + "\n")
 	}
 	if withStat {
-		printStat(&b, st)
+		printStat(&b, st, time.Local)
 	}
 	s.printOut(b.String())
 }
@@ -440,7 +441,7 @@ func runGetACL(s *session, usage string, words []string) error {
 		b.WriteString(aclLine(a) + "\n")
 	}
 	if cl.has('s') {
-		printStat(&b, st)
+		printStat(&b, st, time.Local)
 	}
 	s.printOut(b.String())
 	return nil
@@ -653,6 +654,10 @@ func runWatch(s *session, usage string, words []string) error {
 	case <-s.zk.Ended():
 		return fail(keeperMessage(&zkclient.Error{Code: wire.CodeSessionExpired, Path: w.path}))
 	}
+	// Done watching: a SIGINT from now on is for hutch cli itself.
+	s.watchMu.Lock()
+	s.active = nil
+	s.watchMu.Unlock()
 	err = s.zk.RemoveWatches(w.path, wire.WatcherTypeAny)
 	if err != nil && !zkclient.IsCode(err, wire.CodeNoWatcher) {
 		return wrap(err)

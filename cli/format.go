@@ -14,19 +14,19 @@ import (
 )
 
 // javaDate formats milliseconds since the epoch as java.util.Date's
-// toString, in the local time zone: "Mon Nov 23 19:07:00 UTC 2026".
-func javaDate(ms int64) string {
-	return time.UnixMilli(ms).Format("Mon Jan 02 15:04:05 MST 2006")
+// toString in loc (zkCli's is the local zone): "Mon Nov 23 19:07:00 UTC 2026".
+func javaDate(ms int64, loc *time.Location) string {
+	return time.UnixMilli(ms).In(loc).Format("Mon Jan 02 15:04:05 MST 2006")
 }
 
 // hex is Long.toHexString: two's complement for negative values.
 func hex(v int64) string { return strconv.FormatUint(uint64(v), 16) }
 
-// printStat writes st as zkCli's StatPrinter.
-func printStat(w io.Writer, st wire.Stat) {
+// printStat writes st as zkCli's StatPrinter, with times in loc.
+func printStat(w io.Writer, st wire.Stat, loc *time.Location) {
 	fmt.Fprintf(w, "cZxid = 0x%s\nctime = %s\nmZxid = 0x%s\nmtime = %s\npZxid = 0x%s\n"+
 		"cversion = %d\ndataVersion = %d\naclVersion = %d\nephemeralOwner = 0x%s\ndataLength = %d\nnumChildren = %d\n",
-		hex(st.Czxid), javaDate(st.Ctime), hex(st.Mzxid), javaDate(st.Mtime), hex(st.Pzxid),
+		hex(st.Czxid), javaDate(st.Ctime, loc), hex(st.Mzxid), javaDate(st.Mtime, loc), hex(st.Pzxid),
 		st.Cversion, st.Version, st.Aversion, hex(st.EphemeralOwner), st.DataLength, st.NumChildren)
 }
 

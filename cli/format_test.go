@@ -12,11 +12,9 @@ import (
 // TestPrintStat checks StatPrinter's layout, with Java's Date format in
 // UTC and Long.toHexString for negative owners.
 func TestPrintStat(t *testing.T) {
-	defer func(l *time.Location) { time.Local = l }(time.Local)
-	time.Local = time.UTC
 	var b strings.Builder
 	printStat(&b, wire.Stat{Czxid: 0x1f, Mzxid: 0x20, Ctime: 1795461192633, Mtime: 0, Pzxid: 0x21,
-		Cversion: -2, Version: 3, Aversion: 1, EphemeralOwner: -0x8000000000000000, DataLength: 5, NumChildren: 2})
+		Cversion: -2, Version: 3, Aversion: 1, EphemeralOwner: -0x8000000000000000, DataLength: 5, NumChildren: 2}, time.UTC)
 	want := `cZxid = 0x1f
 ctime = Mon Nov 23 19:13:12 UTC 2026
 mZxid = 0x20
