@@ -1,7 +1,7 @@
 package server
 
 import (
-	"strconv"
+	"errors"
 	"time"
 
 	"github.com/hutchzk/hutch/raftstore"
@@ -51,8 +51,11 @@ func (c *raftCommitter) info() ReplicationInfo {
 	return r
 }
 
-// raftNumber reads one of Raft's numeric statistics, 0 when absent.
-func (r ReplicationInfo) raftNumber(key string) uint64 {
-	n, _ := strconv.ParseUint(r.Raft[key], 10, 64)
-	return n
-}
+// ErrNotReplicated is returned by membership calls on a node without Raft.
+var ErrNotReplicated = errors.New("server: not a replicated node")
+
+// AddMember adds a voting member to the ensemble. Only the leader can.
+func (s *Server) AddMember(id uint64, raftAddr string) error { return s.commit.addMember(id, raftAddr) }
+
+// RemoveMember removes a member from the ensemble. Only the leader can.
+func (s *Server) RemoveMember(id uint64) error { return s.commit.removeMember(id) }
