@@ -94,13 +94,7 @@ func equalSession(a, b monitor.Session) bool {
 func TestSnapshotFollower(t *testing.T) {
 	nodes := startCluster(t, 3, 200*time.Millisecond)
 	leader := leaderOf(nodes)
-	var follower *Server
-	for _, s := range nodes {
-		if s != leader {
-			follower = s
-			break
-		}
-	}
+	follower := followerOf(nodes, leader)
 	here, _ := dial(t, follower.Addr().String(), 10*time.Second)
 	there, _ := dial(t, leader.Addr().String(), 10*time.Second)
 	waitFor(t, 10*time.Second, "both sessions on the follower", func() bool {

@@ -225,13 +225,7 @@ func TestMetricsStandalone(t *testing.T) {
 func TestMetricsCluster(t *testing.T) {
 	nodes := startClusterOn(t, nil, 3, 200*time.Millisecond, func(_ uint64, cfg *Config) { cfg.MetricsAddr = "127.0.0.1:0" })
 	leader := leaderOf(nodes)
-	var follower *Server
-	for _, s := range nodes {
-		if s != leader {
-			follower = s
-			break
-		}
-	}
+	follower := followerOf(nodes, leader)
 	c, _ := dial(t, follower.Addr().String(), 10*time.Second)
 	const writes = 20
 	for i := range writes {
