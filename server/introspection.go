@@ -15,49 +15,6 @@ import (
 // and package monitor renders every four-letter word, admin command and
 // metric from the snapshots read here.
 
-// Stats returns the current counters and the state's sizes.
-func (s *Server) Stats() monitor.Stats {
-	n := s.db.Counts()
-	lo, avg, hi := s.stats.latency.read()
-	last, smallest, largest := s.stats.proposalSizes()
-	return monitor.Stats{
-		PacketsReceived: s.stats.packetsReceived.Load(),
-		PacketsSent:     s.stats.packetsSent.Load(),
-		BytesReceived:   s.stats.bytesReceived.Load(),
-		BytesSent:       s.stats.bytesSent.Load(),
-		Txns:            s.stats.txns.Load(),
-		Notifications:   s.stats.notifications.Load(),
-		Connections:     s.stats.connections.Load(),
-		Outstanding:     max(s.stats.outstanding.Load(), 0),
-		AuthFailed:      s.stats.authFailed.Load(),
-		Forwarded:       s.stats.forwarded.Load(),
-		MinLatency:      lo,
-		AvgLatency:      avg,
-		MaxLatency:      hi,
-		ProposalLast:    last,
-		ProposalMin:     smallest,
-		ProposalMax:     largest,
-		Durations:       s.stats.durations.Read(),
-		Sessions:        n.Sessions,
-		Watches:         n.Watches,
-		Nodes:           n.Nodes,
-		Ephemerals:      n.Ephemerals,
-		DataSize:        n.DataSize,
-		LastZxid:        n.LastZxid,
-	}
-}
-
-// replicationView is the committer's account of the ensemble in the
-// monitor's terms: the one place the operators' views read it from.
-func replicationView(r ReplicationInfo) (mode string, out monitor.Replication) {
-	out = monitor.Replication{NodeID: r.NodeID, LeaderID: r.LeaderID, LeaderAddr: r.LeaderAddr, Term: r.Term,
-		LastContact: r.LastContact, Raft: r.Raft, DataDir: r.DataDir}
-	for _, m := range r.Members {
-		out.Members = append(out.Members, monitor.Member(m))
-	}
-	return r.Mode, out
-}
-
 // Snapshot reads the parts of the server's state asked for
 // (monitor.Source). It waits for no request in flight.
 func (s *Server) Snapshot(want monitor.Parts) *monitor.Snapshot {
@@ -122,6 +79,49 @@ func (s *Server) settings() monitor.Server {
 	return out
 }
 
+// Stats returns the current counters and the state's sizes.
+func (s *Server) Stats() monitor.Stats {
+	n := s.db.Counts()
+	lo, avg, hi := s.stats.latency.read()
+	last, smallest, largest := s.stats.proposalSizes()
+	return monitor.Stats{
+		PacketsReceived: s.stats.packetsReceived.Load(),
+		PacketsSent:     s.stats.packetsSent.Load(),
+		BytesReceived:   s.stats.bytesReceived.Load(),
+		BytesSent:       s.stats.bytesSent.Load(),
+		Txns:            s.stats.txns.Load(),
+		Notifications:   s.stats.notifications.Load(),
+		Connections:     s.stats.connections.Load(),
+		Outstanding:     max(s.stats.outstanding.Load(), 0),
+		AuthFailed:      s.stats.authFailed.Load(),
+		Forwarded:       s.stats.forwarded.Load(),
+		MinLatency:      lo,
+		AvgLatency:      avg,
+		MaxLatency:      hi,
+		ProposalLast:    last,
+		ProposalMin:     smallest,
+		ProposalMax:     largest,
+		Durations:       s.stats.durations.Read(),
+		Sessions:        n.Sessions,
+		Watches:         n.Watches,
+		Nodes:           n.Nodes,
+		Ephemerals:      n.Ephemerals,
+		DataSize:        n.DataSize,
+		LastZxid:        n.LastZxid,
+	}
+}
+
+// replicationView is the committer's account of the ensemble in the
+// monitor's terms: the one place the operators' views read it from.
+func replicationView(r ReplicationInfo) (mode string, out monitor.Replication) {
+	out = monitor.Replication{NodeID: r.NodeID, LeaderID: r.LeaderID, LeaderAddr: r.LeaderAddr, Term: r.Term,
+		LastContact: r.LastContact, Raft: r.Raft, DataDir: r.DataDir}
+	for _, m := range r.Members {
+		out.Members = append(out.Members, monitor.Member(m))
+	}
+	return r.Mode, out
+}
+
 // connectionReports copies every open connection's statistics, oldest
 // connection first.
 func (s *Server) connectionReports() []monitor.Connection {
@@ -134,9 +134,10 @@ func (s *Server) connectionReports() []monitor.Connection {
 	return out
 }
 
-// sessionReports lists the sessions: those on this node's timers first,
-// in their order (a follower runs none: the leader expires sessions, as
-// ZooKeeper's learners leave it to theirs), then the others by id.
+// sessionReports lists the sessions: those on the timers this node
+// expires them by first, in timer order, then the others by id. A
+// follower reports no timers: the leader's are the ones that expire
+// sessions, and ZooKeeper's learners report none either.
 func (s *Server) sessionReports(mode string) []monitor.Session {
 	var buckets []session.Bucket
 	if mode != monitor.Follower {
