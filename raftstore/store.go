@@ -83,6 +83,11 @@ type Config struct {
 	// MaxForwardFrame bounds a frame a follower may forward; default
 	// DefaultMaxForwardFrame.
 	MaxForwardFrame int64
+	// ReportInterval is how often a follower reports its clients' activity
+	// to the leader (Node); a follower answers a client only while a
+	// report got through within a third of its session timeout, so a few
+	// must fit in that. Default ElectionTimeout/10.
+	ReportInterval time.Duration
 	// Dial opens every connection this node makes to a peer (Raft and
 	// write forwarding); nil dials TCP from RaftAddr's IP. Fault-injection
 	// tests wrap it to cut links between nodes.
@@ -139,6 +144,7 @@ func (c *Config) setDefaults() error {
 	def(&c.CommitTimeout, 50*time.Millisecond)
 	def(&c.SnapshotInterval, 10*time.Second)
 	def(&c.ForwardTimeout, c.ElectionTimeout)
+	def(&c.ReportInterval, c.ElectionTimeout/10)
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = 8192
 	}

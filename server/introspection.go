@@ -94,7 +94,7 @@ func (s *Server) Stats() monitor.Stats {
 		Connections:     s.stats.connections.Load(),
 		Outstanding:     max(s.stats.outstanding.Load(), 0),
 		AuthFailed:      s.stats.authFailed.Load(),
-		Forwarded:       s.stats.forwarded.Load(),
+		Forwarded:       s.forwarded(),
 		MinLatency:      lo,
 		AvgLatency:      avg,
 		MaxLatency:      hi,

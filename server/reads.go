@@ -27,7 +27,7 @@ func (c *conn) read(h wire.RequestHeader) bool {
 			return c.badBody(h)
 		}
 		if h.Type == wire.OpSync {
-			if err := s.commit.catchUp(s.ctx); err != nil {
+			if err := s.catchUp(s.ctx); err != nil {
 				s.log.Warn("closing connection: sync could not reach the leader", "session", c.sessionID.Load(), "err", err)
 				return false
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hutchzk/hutch/clock"
 	"github.com/hutchzk/hutch/monitor"
+	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/session"
 	"github.com/hutchzk/hutch/zkdb"
 )
@@ -28,9 +29,15 @@ type Server struct {
 	clock  clock.Clock
 	nodeID uint64
 
-	db     *zkdb.DB
-	commit committer
-	stats  Stats
+	db *zkdb.DB
+	// repl orders writes (set by Start); pending holds this node's
+	// proposals until they apply or are given up on.
+	repl    replication
+	pending pendingTable
+	// vouchLimit bounds how long a follower answers a client without a
+	// report of its activity reaching the leader, whatever its timeout.
+	vouchLimit time.Duration
+	stats      Stats
 
 	// connsMu guards conns, perIP and nextConnID. It is taken after the
 	// DB's lock (the sink looks connections up while applying), never
@@ -83,11 +90,39 @@ func New(cfg Config) *Server {
 	s.db = zkdb.New(zkdb.Config{TickTime: cfg.TickTime, Clock: cfg.Clock, Sink: sink{s}, SASL: len(cfg.SASLUsers) > 0, Logger: cfg.Logger})
 	if cfg.Raft != nil {
 		s.nodeID = cfg.Raft.NodeID
-		s.commit = newRaftCommitter(s, *cfg.Raft)
-	} else {
-		s.commit = newLocalCommitter(s)
 	}
+	s.pending = newPendingTable(s.nodeID)
 	return s
+}
+
+// openReplication starts the single node's ordering of writes, or joins
+// the Raft group.
+func (s *Server) openReplication() (replication, error) {
+	if s.cfg.Raft == nil {
+		return startLocalReplication(s.db, s.clock, s.nodeID), nil
+	}
+	rc := *s.cfg.Raft
+	if rc.Logger == nil {
+		rc.Logger = s.log
+	}
+	if rc.Clock == nil {
+		rc.Clock = s.clock
+	}
+	// A forwarded batch holds whole requests, each up to MaxFrameSize.
+	if need := 2 * int64(s.cfg.MaxFrameSize); rc.MaxForwardFrame < need {
+		rc.MaxForwardFrame = max(need, raftstore.DefaultMaxForwardFrame)
+	}
+	// Reports of client activity: twice a tick, and often enough that a
+	// few fit in a third of the shortest session timeout.
+	if rc.ReportInterval == 0 {
+		rc.ReportInterval = max(min(s.cfg.TickTime/2, s.cfg.MinSessionTimeout/9), 10*time.Millisecond)
+	}
+	n, err := raftstore.OpenNode(rc, s.db, replicationEvents{s})
+	if err != nil {
+		return nil, err
+	}
+	s.vouchLimit = n.LeaderlessLimit()
+	return n, nil
 }
 
 // firstConnID picks where this process numbers its connections. A
@@ -138,12 +173,14 @@ func (s *Server) Start() error {
 	if err != nil {
 		return err
 	}
-	if err := s.commit.open(); err != nil {
+	repl, err := s.openReplication()
+	if err != nil {
 		for _, b := range bound {
 			_ = b.Close()
 		}
 		return fmt.Errorf("open replication: %w", err)
 	}
+	s.repl = repl
 	s.ln = ln
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if adminLn != nil {
@@ -154,7 +191,10 @@ func (s *Server) Start() error {
 		s.metricsLn = metricsLn
 		s.goLoop(func() { s.serveHTTP("metrics", metricsLn, s.monitor.MetricsHandler()) })
 	}
-	s.goLoop(func() { s.commit.run(s.ctx) })
+	if s.cfg.Raft != nil {
+		// A single node applies every proposal itself: nothing to give up on.
+		s.goLoop(s.sweep)
+	}
 	s.goLoop(s.expiryLoop)
 	s.goLoop(s.cleanupLoop)
 	s.goLoop(func() { s.acceptLoop(ln, nil) })
@@ -229,16 +269,36 @@ func (s *Server) Close() error {
 		_ = c.nc.Close()
 	}
 	s.wg.Wait()
+	if cerr := s.repl.Close(); err == nil {
+		err = cerr
+	}
+	s.pending.failAll()
 	s.log.Info("stopped", "connections", len(open))
 	return err
+}
+
+// forwarded counts the writes this node handed to the Raft leader.
+func (s *Server) forwarded() int64 {
+	if n, ok := s.repl.(*raftstore.Node); ok {
+		return n.Forwarded()
+	}
+	return 0
 }
 
 // Digest returns a hash of the whole tree and the last applied zxid; equal
 // digests at equal zxids mean two nodes hold identical trees.
 func (s *Server) Digest() (digest uint64, lastZxid int64) { return s.db.Digest() }
 
+// Role is this node's part in its ensemble now.
+func (s *Server) Role() raftstore.Role {
+	if s.repl == nil {
+		return raftstore.Standalone
+	}
+	return s.repl.Role()
+}
+
 // Mode is srvr's Mode line: standalone, leader or follower.
-func (s *Server) Mode() string { return s.commit.mode() }
+func (s *Server) Mode() string { return s.Role().String() }
 
 // acceptLoop serves one client port; wrap, when not nil, turns each
 // accepted socket into the connection served (TLS on the secure port).
@@ -355,7 +415,12 @@ func remoteIP(a net.Addr) string {
 // after it applied. It reports false when the server is shutting down.
 func (s *Server) submit(p *proposal) bool {
 	p.done = make(chan struct{})
-	return s.commit.propose(p)
+	s.pending.add(p, s.clock.Now())
+	if s.repl.Propose(p.cmd, p.size) {
+		return true
+	}
+	s.pending.take(p.cmd.Seq)
+	return false
 }
 
 // await waits until p applied or was given up on, or the server is

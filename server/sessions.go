@@ -28,7 +28,7 @@ func (c *conn) connect(req *wire.ConnectRequest) bool {
 		// queue twice.
 		// No longer than the session could live without us.
 		ctx, cancel := context.WithTimeout(s.ctx, timeout)
-		err := s.commit.catchUp(ctx)
+		err := s.catchUp(ctx)
 		cancel()
 		if err != nil {
 			s.log.Info("refusing re-attach: cannot catch up with the leader", "session", req.SessionID, "ip", c.ip, "err", err)
@@ -159,7 +159,7 @@ func (c *conn) touch() bool {
 	if !s.db.Touch(id, s.clock.Now()) {
 		return false
 	}
-	s.commit.touched(id)
+	s.repl.Touched(id)
 	return true
 }
 
@@ -208,16 +208,20 @@ func (s *Server) expiryLoop() {
 	}
 }
 
+// sessionExpiredMsg is the log message of an expiry: tests and operators
+// look for it.
+const sessionExpiredMsg = "session expired"
+
 // expireSessions closes every session whose timeout has run out by the
 // server's clock, if this node owns expiry: the single node always, a Raft
 // node while it leads (having first given every session a full timeout).
 func (s *Server) expireSessions() {
-	term, ok := s.commit.leading()
+	term, ok := s.repl.Leading()
 	if !ok {
 		return
 	}
 	for _, id := range s.db.ExpireSessions(s.clock.Now()) {
-		s.log.Info("session expired", "session", id)
+		s.log.Info(sessionExpiredMsg, "session", id)
 		s.closeSession(id, nil, 0, term)
 	}
 }
@@ -274,7 +278,7 @@ func (s *Server) repeat(ctx context.Context, d time.Duration, f func()) {
 // checks again, when it applies, that its node is still due by the log's
 // own time, so the leader's clock decides only when to look.
 func (s *Server) cleanupContainers() {
-	term, ok := s.commit.leading()
+	term, ok := s.repl.Leading()
 	if !ok {
 		return
 	}

@@ -69,7 +69,6 @@ type Stats struct {
 	connections     atomic.Int64
 	outstanding     atomic.Int64 // requests read but not yet answered
 	authFailed      atomic.Int64
-	forwarded       atomic.Int64 // writes this node sent to a leader
 	// Sizes of the writes this node proposed: last, smallest and largest
 	// (srvr's "Proposal sizes" on a leader).
 	proposalLast, proposalMin, proposalMax atomic.Int64

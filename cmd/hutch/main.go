@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/hutchzk/hutch/bench"
 	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/server"
 	"github.com/hutchzk/hutch/zoocfg"
@@ -30,6 +31,9 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "bench" {
+		return bench.Main(args[1:]) // hutch bench: workloads against any ZooKeeper-compatible server
+	}
 	fs, f := newFlags()
 	if err := fs.Parse(args); err != nil {
 		if err == pflag.ErrHelp {
