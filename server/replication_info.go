@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/hutchzk/hutch/tree"
@@ -49,8 +48,11 @@ func (s *Server) catchUp(ctx context.Context) error {
 	return err
 }
 
-// raftNumber reads one of Raft's numeric statistics, 0 when absent.
-func (r ReplicationInfo) raftNumber(key string) uint64 {
-	n, _ := strconv.ParseUint(r.Raft[key], 10, 64)
-	return n
-}
+// ErrNotReplicated is returned by membership calls on a node without Raft.
+var ErrNotReplicated = errors.New("server: not a replicated node")
+
+// AddMember adds a voting member to the ensemble. Only the leader can.
+func (s *Server) AddMember(id uint64, raftAddr string) error { return s.repl.AddMember(id, raftAddr) }
+
+// RemoveMember removes a member from the ensemble. Only the leader can.
+func (s *Server) RemoveMember(id uint64) error { return s.repl.RemoveMember(id) }

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hutchzk/hutch/clock"
+	"github.com/hutchzk/hutch/monitor"
 	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/session"
 	"github.com/hutchzk/hutch/zkdb"
@@ -55,12 +57,13 @@ type Server struct {
 	adminLn  net.Listener // nil without AdminAddr
 	// metricsLn serves /metrics; nil without MetricsAddr.
 	metricsLn net.Listener
-	// words are the four-letter words answered (the resolved whitelist).
-	words  map[string]bool
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	closed atomic.Bool
+	// monitor answers the operators: four-letter words, admin commands,
+	// metrics.
+	monitor *monitor.Monitor
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closed  atomic.Bool
 	// notServing is set while a replicated node knows no leader: like a
 	// ZooKeeper follower that lost its leader, it drops its clients and
 	// turns new ones away so they move to a node in the majority.
@@ -80,9 +83,10 @@ func New(cfg Config) *Server {
 		perIP:      make(map[string]int),
 		nextConnID: firstConnID(),
 		ids:        session.NewIDGenerator(cfg.ServerID, cfg.Clock.Now()),
-		words:      enabledWords(cfg),
 	}
 	s.stats.init()
+	s.monitor = monitor.New(s, monitor.Config{FourLetterWords: cfg.FourLetterWords, ListenAddr: cfg.ListenAddr,
+		AdminToken: cfg.AdminToken, MaxMemberID: MaxServerID, Logger: cfg.Logger})
 	s.db = zkdb.New(zkdb.Config{TickTime: cfg.TickTime, Clock: cfg.Clock, Sink: sink{s}, SASL: len(cfg.SASLUsers) > 0, Logger: cfg.Logger})
 	if cfg.Raft != nil {
 		s.nodeID = cfg.Raft.NodeID
@@ -181,11 +185,11 @@ func (s *Server) Start() error {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if adminLn != nil {
 		s.adminLn = adminLn
-		s.goLoop(func() { s.serveAdmin(adminLn) })
+		s.goLoop(func() { s.serveHTTP("admin", adminLn, s.monitor.AdminHandler()) })
 	}
 	if metricsLn != nil {
 		s.metricsLn = metricsLn
-		s.goLoop(func() { s.serveMetrics(metricsLn) })
+		s.goLoop(func() { s.serveHTTP("metrics", metricsLn, s.monitor.MetricsHandler()) })
 	}
 	if s.cfg.Raft != nil {
 		// A single node applies every proposal itself: nothing to give up on.
@@ -223,6 +227,27 @@ func (s *Server) AdminAddr() net.Addr {
 	return s.adminLn.Addr()
 }
 
+// MetricsAddr is the /metrics HTTP address, or nil without one.
+func (s *Server) MetricsAddr() net.Addr {
+	if s.metricsLn == nil {
+		return nil
+	}
+	return s.metricsLn.Addr()
+}
+
+// serveHTTP runs one of the operators' HTTP listeners until the server
+// closes.
+func (s *Server) serveHTTP(what string, ln net.Listener, h http.Handler) {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-s.ctx.Done()
+		_ = hs.Close()
+	}()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		s.log.Warn(what+" server stopped", "err", err)
+	}
+}
+
 // Close stops accepting, closes every connection and stops all loops. Sessions
 // are not closed: an in-memory node forgets them with everything else, and
 // an ensemble member leaves them to the others, as a crashed one would.
@@ -250,34 +275,6 @@ func (s *Server) Close() error {
 	s.pending.failAll()
 	s.log.Info("stopped", "connections", len(open))
 	return err
-}
-
-// Stats returns the current counters.
-func (s *Server) Stats() StatsSnapshot {
-	n := s.db.Counts()
-	lo, avg, hi := s.stats.latency.read()
-	return StatsSnapshot{
-		PacketsReceived: s.stats.packetsReceived.Load(),
-		PacketsSent:     s.stats.packetsSent.Load(),
-		BytesReceived:   s.stats.bytesReceived.Load(),
-		BytesSent:       s.stats.bytesSent.Load(),
-		Txns:            s.stats.txns.Load(),
-		Notifications:   s.stats.notifications.Load(),
-		Connections:     s.stats.connections.Load(),
-		Outstanding:     max(s.stats.outstanding.Load(), 0),
-		AuthFailed:      s.stats.authFailed.Load(),
-		Forwarded:       s.forwarded(),
-		MinLatency:      lo,
-		AvgLatency:      avg,
-		MaxLatency:      hi,
-		Sessions:        n.Sessions,
-		Watches:         n.Watches,
-		Nodes:           n.Nodes,
-		Ephemerals:      n.Ephemerals,
-		DataSize:        n.DataSize,
-		LastZxid:        n.LastZxid,
-		Uptime:          time.Since(s.stats.started),
-	}
 }
 
 // forwarded counts the writes this node handed to the Raft leader.
