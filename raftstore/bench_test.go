@@ -62,8 +62,15 @@ func BenchmarkPropose(b *testing.B) {
 // the follower's own state has applied it: the path of a lone client
 // write, or a lock handoff, through a follower.
 func BenchmarkFollowerWrite(b *testing.B) {
+	for _, store := range LogStores {
+		b.Run(store, func(b *testing.B) { benchmarkFollowerWrite(b, store) })
+	}
+}
+
+func benchmarkFollowerWrite(b *testing.B, store string) {
 	nodes := startCluster(b, 3, func(c *Config) {
 		c.DataDir = b.TempDir()
+		c.LogStore = store
 		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
 	})
 	leader := waitLeader(b, 5*time.Second, nodes...)

@@ -10,4 +10,4 @@ import "net"
 
 func peek(net.Conn, []byte) int { return 0 }
 
-func waitPeek(net.Conn, []byte, func([]byte) error) error { return errNoPeek }
+func waitPeek(net.Conn, []byte) error { return errNoPeek }

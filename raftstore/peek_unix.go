@@ -28,9 +28,11 @@ func peek(c net.Conn, buf []byte) int {
 }
 
 // waitPeek waits, within c's read deadline, until len(buf) bytes have
-// arrived on c, copies them into buf without consuming them, and calls
-// claim on them; it returns claim's error, or the read's.
-func waitPeek(c net.Conn, buf []byte, claim func([]byte) error) error {
+// arrived on c, and copies them into buf without consuming them. Its
+// callback runs with a reference held on the descriptor, which a Close
+// waits for, so it takes no locks: a caller that claims the connection
+// does so after it returns, while the bytes are still unread.
+func waitPeek(c net.Conn, buf []byte) error {
 	rc := rawConn(c)
 	if rc == nil {
 		return errNoPeek
@@ -47,8 +49,6 @@ func waitPeek(c net.Conn, buf []byte, claim func([]byte) error) error {
 			err = io.EOF
 		case k < len(buf):
 			return false // part of it: wait for the rest
-		default:
-			err = claim(buf)
 		}
 		return true
 	})

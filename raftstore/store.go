@@ -9,16 +9,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 
 	"github.com/hutchzk/hutch/clock"
 	"github.com/hutchzk/hutch/zkdb"
@@ -45,6 +41,10 @@ type Config struct {
 	// that never restarts into its group; a node with peers refuses that
 	// unless Volatile is set.
 	DataDir string
+	// LogStore is the kind of log store (LogStores) a new data directory
+	// gets: "" takes DefaultLogStore. A directory keeps the kind it was
+	// made with; asking for another is refused.
+	LogStore string
 	// Volatile allows an in-memory node with peers: for tests, whose
 	// nodes never come back after they stop. A restarted in-memory member
 	// would forget its term and vote and could vote twice in one term,
@@ -187,17 +187,17 @@ const opTimeout = 10 * time.Second
 
 // Store is one node's Raft replica of the log, applied to a zkdb.DB.
 type Store struct {
-	cfg   Config
-	log   *slog.Logger
-	db    *zkdb.DB
-	addr  string // advertised Raft address
-	raft  *raft.Raft
-	fsm   *fsm
-	mux   *mux
-	trans *raft.NetworkTransport
-	bolt  *raftboltdb.BoltStore // nil when in memory
-	logs  raft.LogStore         // for the first index, which Raft's statistics lack
-	snaps *timedSnapshots
+	cfg      Config
+	log      *slog.Logger
+	db       *zkdb.DB
+	addr     string // advertised Raft address
+	raft     *raft.Raft
+	fsm      *fsm
+	mux      *mux
+	trans    *raft.NetworkTransport
+	logStore *logStore
+	logs     raft.LogStore // for the first index, which Raft's statistics lack
+	snaps    *timedSnapshots
 
 	// fwdMu guards idle, inbound and closed.
 	fwdMu    sync.Mutex
@@ -249,38 +249,13 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 		Logger:  newHCLogger(s.log, "raft-net"),
 	})
 
-	var (
-		logs   raft.LogStore
-		stable raft.StableStore
-		snaps  raft.SnapshotStore
-	)
-	if cfg.DataDir == "" {
-		mem := raft.NewInmemStore()
-		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
-	} else {
-		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-			s.abandon()
-			return nil, err
-		}
-		s.bolt, err = raftboltdb.New(raftboltdb.Options{
-			Path: filepath.Join(cfg.DataDir, "raft.db"),
-			// The freelist is rebuilt on open instead of written with
-			// every commit: fewer pages per fsynced append.
-			BoltOptions: &bbolt.Options{NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
-		})
-		if err != nil {
-			s.abandon()
-			return nil, err
-		}
-		stable = s.bolt
-		if logs, err = raft.NewLogCache(1024, s.bolt); err == nil {
-			snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, newHCLogger(s.log, "raft-snap"))
-		}
-		if err != nil {
-			s.abandon()
-			return nil, err
-		}
+	ls, err := openLogStore(cfg.DataDir, cfg.LogStore, s.log)
+	if err != nil {
+		s.abandon()
+		return nil, err
 	}
+	s.logStore = ls
+	logs, stable, snaps := ls.logs, ls.stable, ls.snaps
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(cfg.NodeID)
@@ -562,6 +537,7 @@ func (s *Store) Stats() map[string]string {
 	}
 	st["last_snapshot_unix_ms"] = strconv.FormatInt(s.snaps.newest.Load(), 10)
 	st["node_id"] = strconv.FormatUint(s.cfg.NodeID, 10)
+	st["log_store"] = s.logStore.kind
 	st["raft_addr"] = s.addr
 	st["fsm_applied_index"] = strconv.FormatUint(s.db.Applied(), 10)
 	id, addr := s.Leader()
@@ -619,9 +595,9 @@ func (s *Store) closeStores() error {
 		s.mux.Close()
 		s.mux.wg.Wait()
 	}
-	if s.bolt != nil {
-		if berr := s.bolt.Close(); err == nil {
-			err = berr
+	if s.logStore != nil && s.logStore.close != nil {
+		if lerr := s.logStore.close(); err == nil {
+			err = lerr
 		}
 	}
 	return err

@@ -72,17 +72,22 @@ func TestForwardRejectsMismatchedRequest(t *testing.T) {
 }
 
 func TestSingleNodeDataDirRestart(t *testing.T) {
-	for _, tc := range []struct {
+	type restartCase struct {
 		name       string
+		store      string
 		snapshotAt int // batch after which to take a snapshot; -1 for none
-	}{
-		{"log replay", -1},
-		{"snapshot and replay", 60},
-		{"snapshot at end", 99},
-	} {
+	}
+	var cases []restartCase
+	for _, store := range LogStores {
+		cases = append(cases, restartCase{store + "/log replay", store, -1},
+			restartCase{store + "/snapshot and replay", store, 60},
+			restartCase{store + "/snapshot at end", store, 99})
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(1)
 			cfg.DataDir = t.TempDir()
+			cfg.LogStore = tc.store
 			n := openNode(t, cfg, newTestApp())
 			waitLeader(t, 5*time.Second, n)
 			for i := range 100 {
@@ -111,6 +116,9 @@ func TestSingleNodeDataDirRestart(t *testing.T) {
 			}
 			if d, z := r.app.state(); d != wantDigest || z != wantZxid {
 				t.Fatalf("after restart digest %x zxid %d, want %x %d", d, z, wantDigest, wantZxid)
+			}
+			if got := r.Stats()["log_store"]; got != tc.store {
+				t.Fatalf("log store after restart %q, want %q", got, tc.store)
 			}
 			// A snapshot restored at start-up replaces no live state.
 			if r.app.restoreCount() != 0 {

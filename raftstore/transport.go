@@ -255,14 +255,17 @@ func (m *mux) accept(c net.Conn) (byte, error) {
 		}
 		return nil
 	}
-	err := waitPeek(c, knock[:], claim)
+	// Peeked, the knock stays unread until the connection is claimed.
+	err := waitPeek(c, knock[:])
 	if errors.Is(err, errNoPeek) {
 		if _, err := io.ReadFull(c, knock[:]); err != nil {
 			return 0, err
 		}
 		err = claim(knock[:])
 	} else if err == nil {
-		_, err = io.ReadFull(c, knock[:]) // what was peeked
+		if err = claim(knock[:]); err == nil {
+			_, err = io.ReadFull(c, knock[:]) // what was peeked
+		}
 	}
 	if err != nil {
 		return 0, err
@@ -325,12 +328,15 @@ func (m *mux) Accept() (net.Conn, error) {
 func (m *mux) Close() error {
 	var err error
 	m.closeOnce.Do(func() {
+		// Closed after the lock is let go: a close waits for any
+		// operation under way on the connection.
 		m.pendingMu.Lock()
 		close(m.done)
-		for _, c := range m.pending.all() {
+		pending := m.pending.all()
+		m.pendingMu.Unlock()
+		for _, c := range pending {
 			c.Close()
 		}
-		m.pendingMu.Unlock()
 		err = m.ln.Close()
 	})
 	return err

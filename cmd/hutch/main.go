@@ -90,6 +90,7 @@ type flags struct {
 	raftListen     string
 	peers          string
 	dataDir        string
+	logStore       string
 	secretFile     string
 	electionTO     time.Duration
 	adminListen    string
@@ -120,6 +121,7 @@ func newFlags() (*pflag.FlagSet, *flags) {
 	fs.StringVar(&f.raftListen, "raft-listen", "", "address this node listens on for its peers (default: its entry in --peers); peer connections are made from its IP")
 	fs.StringVar(&f.peers, "peers", "", "static ensemble: the address each node's peers reach it at, e.g. 1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003 (needs --id, --data-dir and --peer-secret-file; zoo.cfg: server.N=host:quorumPort:electionPort, Raft runs on the quorum port and the election port is not used)")
 	fs.StringVar(&f.dataDir, "data-dir", "", "keep the Raft log, term, vote and snapshots here (required with --peers; zoo.cfg: dataDir)")
+	fs.StringVar(&f.logStore, "log-store", "", "the Raft log store a new --data-dir gets: wal (hashicorp/raft-wal, the default: one fsync per append) or bolt (raft-boltdb); a data directory keeps the kind it was made with")
 	fs.StringVar(&f.secretFile, "peer-secret-file", "", "file holding the secret, shared by every member, that authenticates peers to each other (required with --peers; at least 16 bytes; zoo.cfg: hutch.peerSecretFile)")
 	fs.DurationVar(&f.electionTO, "election-timeout", raftstore.DefaultElectionTimeout, "Raft election timeout: a follower starts an election after hearing nothing from the leader for between half of it and all of it")
 	fs.StringVar(&f.adminListen, "admin-listen", "", "serve admin HTTP commands (/commands/ruok, /commands/digest, /commands/members) here (zoo.cfg: admin.serverAddress:admin.serverPort when admin.enableServer)")
@@ -192,6 +194,7 @@ func configure(fs *pflag.FlagSet, f *flags, logger *slog.Logger) (server.Config,
 	if replication != nil {
 		replication.Logger = logger
 		replication.ElectionTimeout = f.electionTO
+		replication.LogStore = f.logStore
 	}
 	words := file.fourLetterWords
 	if fs.Changed("four-letter-words") {
