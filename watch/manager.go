@@ -266,3 +266,31 @@ func (m *Manager) DataWatches() map[int64][]string {
 	}
 	return out
 }
+
+// Entry is what one watcher watches on one path.
+type Entry struct {
+	Path    string
+	Watcher int64
+	// Data is a one-shot data watch (getData, exists) and Child a
+	// one-shot child watch (getChildren); Persistent and Recursive are
+	// addWatch's modes.
+	Data, Child, Persistent, Recursive bool
+}
+
+// Entries lists every watch, unsorted, for introspection.
+func (m *Manager) Entries() []Entry {
+	var out []Entry
+	for path, w := range m.paths {
+		for watcher, md := range w {
+			e := Entry{Path: path, Watcher: watcher}
+			for _, k := range md {
+				e.Persistent = e.Persistent || k == modePersistent
+				e.Recursive = e.Recursive || k == modeRecursive
+			}
+			e.Data = md[dataTable] == modeStandard
+			e.Child = md[childTable] == modeStandard
+			out = append(out, e)
+		}
+	}
+	return out
+}

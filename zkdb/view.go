@@ -2,6 +2,7 @@ package zkdb
 
 import (
 	"github.com/hutchzk/hutch/tree"
+	"github.com/hutchzk/hutch/watch"
 	"github.com/hutchzk/hutch/wire"
 )
 
@@ -78,4 +79,12 @@ func (d *DB) WatchCount(watcher int64) int {
 	d.watchMu.Lock()
 	defer d.watchMu.Unlock()
 	return d.watches.SessionCount(watcher)
+}
+
+// Watches lists every watch this node holds (watch.Manager.Entries),
+// unsorted; Watcher is the connection that set it.
+func (d *DB) Watches() []watch.Entry {
+	d.watchMu.Lock()
+	defer d.watchMu.Unlock()
+	return d.watches.Entries()
 }
