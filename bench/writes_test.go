@@ -30,12 +30,6 @@ const (
 	opTimeout = 30 * time.Second
 )
 
-var openACL = zk.WorldACL(zk.PermAll)
-
-type discardLogger struct{}
-
-func (discardLogger) Printf(string, ...any) {}
-
 // writers are the client sessions of one target, each owning a znode.
 type writers struct {
 	conns []*zk.Conn
@@ -86,17 +80,6 @@ func (r result) perSecond() float64 {
 	}
 	return float64(r.writes) / r.elapsed.Seconds()
 }
-
-// percentile returns the q-quantile (0 < q ≤ 1) of the latencies.
-func (r result) percentile(q float64) time.Duration {
-	if len(r.latencies) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(r.latencies))+0.5) - 1
-	return r.latencies[max(0, min(i, len(r.latencies)-1))]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // write does total setData calls of payloadSize bytes, shared by every
 // session, each client on its own znode, and times them. It stops at the
@@ -209,8 +192,8 @@ func BenchmarkEnsembleWrites(b *testing.B) {
 					b.Fatalf("%s: %v", t.name, err)
 				}
 				b.ReportMetric(r.perSecond(), "writes/s")
-				b.ReportMetric(ms(r.percentile(0.50)), "p50-ms")
-				b.ReportMetric(ms(r.percentile(0.99)), "p99-ms")
+				b.ReportMetric(Ms(Percentile(r.latencies, 0.50)), "p50-ms")
+				b.ReportMetric(Ms(Percentile(r.latencies, 0.99)), "p99-ms")
 			})
 			w.close()
 		}

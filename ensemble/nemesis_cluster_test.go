@@ -3,7 +3,9 @@ package ensemble
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,8 +27,11 @@ type procCluster struct {
 	*ensemble // the nodes; start, stopAll and digest are reused
 	sw        *faultnet.Switch
 
-	mu     sync.Mutex // guards paused
+	mu     sync.Mutex // guards paused and floodRSS
 	paused map[int]bool
+	// floodRSS is the flooded node's resident memory (KiB) before and at
+	// most during each flood.
+	floodRSS [][2]int64
 }
 
 // startProcCluster starts three hutch processes with data directories and
@@ -205,6 +210,98 @@ func (c *procCluster) Heal() error {
 
 // Skew is unsupported: the processes share the host's clock.
 func (c *procCluster) Skew(int, time.Duration) error { return nemesis.ErrUnsupported }
+
+// CutOneWay stops node from's new connections to node to at the switch,
+// and holds those it had.
+func (c *procCluster) CutOneWay(from, to int) error {
+	c.sw.DropDials(strconv.Itoa(from+1), strconv.Itoa(to+1))
+	return nil
+}
+
+// Flood floods node i's real peer listener from 127.0.0.1, node 1's own
+// address, and samples the node's resident memory meanwhile.
+func (c *procCluster) Flood(i int) (func() string, error) {
+	nd, p, err := c.running(i)
+	if err != nil {
+		return nil, err
+	}
+	before := rssOf(p.pid)
+	f := faultnet.StartFlood(faultnet.FloodConfig{Addr: nd.raftAddr, FromIP: "127.0.0.1", Total: 10_000, Hold: 1000, GarbageEvery: 10, Pace: 500 * time.Millisecond, For: 2 * time.Minute})
+	done := make(chan struct{})
+	peak := make(chan int64, 1)
+	go func() {
+		top := before
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				peak <- top
+				return
+			case <-t.C:
+				top = max(top, rssOf(p.pid))
+			}
+		}
+	}()
+	return func() string {
+		st := f.Stop()
+		close(done)
+		top := <-peak
+		c.mu.Lock()
+		c.floodRSS = append(c.floodRSS, [2]int64{before, top})
+		c.mu.Unlock()
+		return fmt.Sprintf("%d connections opened (%d closed by the node); node %d resident memory %d KiB before, at most %d KiB during",
+			st.Opened, st.ClosedByServer, nd.id, before, top)
+	}, nil
+}
+
+// rssOf reads a process's resident set size in KiB, 0 if unknown.
+func rssOf(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb
+		}
+	}
+	return 0
+}
+
+// expiredLine matches the line a node logs when it expires a session.
+var expiredLine = regexp.MustCompile(`(?m)^time=(\S+) level=INFO msg="session expired" session=(-?\d+)`)
+
+// Expiries reads every session expiry from every node's logs, all its
+// incarnations included.
+func (c *procCluster) Expiries() ([]nemesis.ServerExpiry, error) {
+	var out []nemesis.ServerExpiry
+	for i, nd := range c.nodes {
+		files, err := filepath.Glob(filepath.Join(c.base, fmt.Sprintf("node%d.*.log", nd.id)))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range expiredLine.FindAllSubmatch(b, -1) {
+				at, err := time.Parse(time.RFC3339Nano, string(m[1]))
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", f, err)
+				}
+				id, err := strconv.ParseInt(string(m[2]), 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", f, err)
+				}
+				out = append(out, nemesis.ServerExpiry{Node: i, Session: id, At: at})
+			}
+		}
+	}
+	return out, nil
+}
 
 // Digests returns each node's "digest@zxid" from its admin HTTP server.
 func (c *procCluster) Digests() ([]string, error) {

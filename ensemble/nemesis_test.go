@@ -9,8 +9,9 @@ import (
 )
 
 var (
-	nemesisFaults = flag.Int("nemesis.faults", 8, "faults TestEnsembleNemesis injects (100 or more for a long run)")
+	nemesisFaults = flag.Int("nemesis.faults", 10, "faults TestEnsembleNemesis injects (100 or more for a long run)")
 	nemesisSeed   = flag.Uint64("nemesis.seed", 0, "fault schedule seed for TestEnsembleNemesis (0: from the clock, logged)")
+	nemesisKinds  = flag.String("nemesis.kinds", "", "comma-separated fault kinds TestEnsembleNemesis injects (default: all)")
 )
 
 // TestEnsembleNemesis runs the nemesis against three hutch processes:
@@ -20,12 +21,28 @@ var (
 // writers, long-lived sessions, churn and a linearizable register. It
 // fails if any of ZooKeeper's guarantees the nemesis checks is broken.
 func TestEnsembleNemesis(t *testing.T) {
+	kinds, err := nemesis.ParseKinds(*nemesisKinds)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := startProcCluster(t)
 	nemesis.Check(t, c, nemesis.Config{
 		Seed:           *nemesisSeed,
 		Faults:         *nemesisFaults,
+		Kinds:          kinds,
 		SessionTimeout: 4 * time.Second,
 		PauseFor:       5 * time.Second,
 		PartitionFor:   3 * time.Second,
 	})
+	// A flood of strangers costs the node a bounded amount of memory.
+	for _, rss := range c.floodRSS {
+		if grew := rss[1] - rss[0]; grew > maxFloodGrowthKiB {
+			t.Errorf("a flooded node's resident memory grew by %d KiB (from %d KiB), bound %d KiB", grew, rss[0], maxFloodGrowthKiB)
+		}
+	}
 }
+
+// maxFloodGrowthKiB bounds how much a peer flood may grow a node's
+// resident memory: the handshake slots hold at most a few thousand
+// connections of a few KiB each.
+const maxFloodGrowthKiB = 64 << 10

@@ -1,10 +1,13 @@
 package hutchtest
 
 import (
+	"cmp"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/hutchzk/hutch/monitor"
 	"github.com/hutchzk/hutch/server"
 	"github.com/hutchzk/hutch/trace"
 )
@@ -90,13 +93,26 @@ func (s *Server) Now() time.Time {
 	return time.Now()
 }
 
-// Session is one live session (see server.SessionInfo).
-type Session = server.SessionInfo
+// Session is one live session as a server sees it (monitor.Session: id,
+// negotiated timeout, when that server would expire it, its ephemerals,
+// its client's address when connected there), with the watches its
+// connection to that server holds.
+type Session struct {
+	monitor.Session
+	Watches []Watch
+}
 
-// Watch is what one session watches on one path (see server.WatchInfo).
-type Watch = server.WatchInfo
+// Connected reports whether the session's client is connected to the
+// server that reported it.
+func (s *Session) Connected() bool { return s.Remote != "" }
 
-// Node is one znode (see server.NodeInfo).
+// Watch is one watch: a session's entry on a path in one of ZooKeeper's
+// two tables (Child set for the child table; a persistent watch has one
+// in each), Mode "standard" (one-shot), "persistent" or
+// "persistentRecursive" (see monitor.Watch).
+type Watch = monitor.Watch
+
+// Node is one znode, whatever its ACL (see server.NodeInfo).
 type Node = server.NodeInfo
 
 // Sessions lists the live sessions, by id, each with its negotiated
@@ -104,7 +120,17 @@ type Node = server.NodeInfo
 // holds.
 func (s *Server) Sessions() []Session {
 	s.tb.Helper()
-	return s.srv().Sessions()
+	snap := s.srv().Snapshot(monitor.PartSessions | monitor.PartWatches)
+	watches := make(map[int64][]Watch)
+	for _, w := range sortWatches(snap.Watches) {
+		watches[w.Session] = append(watches[w.Session], w)
+	}
+	out := make([]Session, 0, len(snap.Sessions))
+	for _, ms := range snap.Sessions {
+		out = append(out, Session{Session: ms, Watches: watches[ms.ID]})
+	}
+	slices.SortFunc(out, func(a, b Session) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }
 
 // Session returns one live session; false if there is none by that id.
@@ -118,31 +144,38 @@ func (s *Server) Session(id int64) (Session, bool) {
 	return Session{}, false
 }
 
-// Watches lists the watches set through this server on path, by session;
-// with no path, every watch, by path.
+// Watches lists the watches set through this server on the paths given,
+// by path and session; with no path, every watch.
 func (s *Server) Watches(path ...string) []Watch {
 	s.tb.Helper()
-	all := s.srv().Watches()
+	all := sortWatches(s.srv().Snapshot(monitor.PartWatches).Watches)
 	if len(path) == 0 {
 		return all
 	}
-	var out []Watch
-	for _, w := range all {
-		for _, p := range path {
-			if w.Path == p {
-				out = append(out, w)
-				break
-			}
-		}
+	return slices.DeleteFunc(all, func(w Watch) bool { return !slices.Contains(path, w.Path) })
+}
+
+// sortWatches orders watches by path, session, then the data table
+// before the child table.
+func sortWatches(ws []Watch) []Watch {
+	slices.SortFunc(ws, func(a, b Watch) int {
+		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Session, b.Session), cmp.Compare(btoi(a.Child), btoi(b.Child)))
+	})
+	return ws
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
 	}
-	return out
+	return 0
 }
 
 // Node returns a node's data, Stat, ACL and children, whatever its ACL;
 // false if it does not exist.
 func (s *Server) Node(path string) (Node, bool) {
 	s.tb.Helper()
-	return s.srv().Node(path)
+	return s.srv().ReadNode(path)
 }
 
 // Tree returns the data of every node as a map from path to data, the
@@ -151,7 +184,7 @@ func (s *Server) Node(path string) (Node, bool) {
 func (s *Server) Tree() map[string]string {
 	s.tb.Helper()
 	out := make(map[string]string)
-	for _, n := range s.srv().Nodes() {
+	for _, n := range s.srv().ReadTree() {
 		if !builtIn(n.Path) {
 			out[n.Path] = string(n.Data)
 		}

@@ -227,24 +227,26 @@ func TestViews(t *testing.T) {
 	must(t, err)
 
 	sa, ok := srv.Session(a.SessionID())
-	if !ok || sa.Timeout != 4*time.Second || !sa.Connected || len(sa.Ephemerals) != 1 || sa.Ephemerals[0] != "/app/a" {
+	if !ok || sa.Timeout != 4*time.Second || !sa.Connected() || len(sa.Ephemerals) != 1 || sa.Ephemerals[0] != "/app/a" {
 		t.Fatalf("session a: %+v", sa)
 	}
 	if sa.Expires.IsZero() {
 		t.Fatal("session a has no expiry time")
 	}
 	sb, _ := srv.Session(b.SessionID())
-	if sb.Timeout != 8*time.Second || len(sb.Ephemerals) != 0 || len(sb.Watches) != 1 {
+	// getData and getChildren: one-shot entries in the data and the
+	// child table.
+	if sb.Timeout != 8*time.Second || len(sb.Ephemerals) != 0 || len(sb.Watches) != 2 {
 		t.Fatalf("session b: %+v", sb)
 	}
-	if w := sb.Watches[0]; w.Path != "/app" || !w.Data || !w.Child || w.Persistent {
-		t.Fatalf("b's watch: %+v", w)
+	if d, c := sb.Watches[0], sb.Watches[1]; d.Path != "/app" || d.Child || d.Mode != "standard" || c.Path != "/app" || !c.Child {
+		t.Fatalf("b's watches: %+v", sb.Watches)
 	}
 	on := srv.Watches("/app/b")
-	if len(on) != 1 || on[0].Session != a.SessionID() || !on[0].Data {
+	if len(on) != 1 || on[0].Session != a.SessionID() || on[0].Child {
 		t.Fatalf("watches on /app/b: %+v", on)
 	}
-	if all := srv.Watches(); len(all) != 2 {
+	if all := srv.Watches(); len(all) != 3 {
 		t.Fatalf("all watches: %+v", all)
 	}
 

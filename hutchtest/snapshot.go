@@ -106,7 +106,7 @@ func (s Snapshot) WriteFile(path string) error {
 func (s *Server) Snapshot() Snapshot {
 	s.tb.Helper()
 	var snap Snapshot
-	for _, n := range s.srv().Nodes() {
+	for _, n := range s.srv().ReadTree() {
 		if builtIn(n.Path) || n.Stat.EphemeralOwner != 0 {
 			continue
 		}

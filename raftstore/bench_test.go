@@ -1,11 +1,15 @@
 package raftstore
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/hutchzk/hutch/zkdb"
 )
 
 // BenchmarkPropose measures committed batches per second with up to 128
@@ -51,4 +55,49 @@ func BenchmarkPropose(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkFollowerWrite times one write at a time proposed on a follower
+// of a three-node cluster with its log on disk, from the forward until
+// the follower's own state has applied it: the path of a lone client
+// write, or a lock handoff, through a follower.
+func BenchmarkFollowerWrite(b *testing.B) {
+	nodes := startCluster(b, 3, func(c *Config) {
+		c.DataDir = b.TempDir()
+		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
+	})
+	leader := waitLeader(b, 5*time.Second, nodes...)
+	f := followers(nodes, leader)[0]
+	seen := make(chan uint64, 16)
+	f.app.mu.Lock()
+	f.app.seen = seen
+	f.app.mu.Unlock()
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		cmd := createCommand(f.cfg.NodeID, fmt.Sprintf("/fw%d", i))
+		cmd.Seq = uint64(i + 1)
+		enc := encode(b, []zkdb.Command{cmd})
+		start := time.Now()
+		if err := f.Forward(context.Background(), enc); err != nil {
+			b.Fatal(err)
+		}
+		timeout := time.After(10 * time.Second)
+	wait:
+		for {
+			select {
+			case seq := <-seen:
+				if seq == cmd.Seq {
+					break wait
+				}
+			case <-timeout:
+				b.Fatalf("write %d not applied on the follower within 10s", i)
+			}
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }

@@ -21,25 +21,28 @@ import (
 //
 // where kind is frameCommands (payload: commands as zkdb.AppendCommands
 // writes them), frameIndex (no payload: "what index must I reach for
-// sync?") or frameTouches (payload: uvarint count, varint session ids:
-// sessions its clients were active on). The leader answers each frame, in
-// order, with
+// sync?"), frameTouches (payload: uvarint count, varint session ids:
+// sessions its clients were active on) or frameNotice (payload: uvarint
+// index: "tell me when you have applied past it", see notices.go). The
+// leader answers each frame, in order, with
 //
-//	status | uint64 value
+//	status | uint64 value | uint64 value2
 //
-// value being the index for frameIndex. Commands are acknowledged once
+// value being the index for frameIndex, and the index and term of the
+// newest entry applied for frameNotice. Commands are acknowledged once
 // handed to Raft, not once committed; the origin learns the outcome when
 // they reach its own state.
 const (
 	frameCommands byte = 'B'
 	frameIndex    byte = 'I'
 	frameTouches  byte = 'T'
+	frameNotice   byte = 'N'
 
 	statusOK        byte = 0
 	statusNotLeader byte = 1
 	statusFailed    byte = 2
 
-	replySize = 9
+	replySize = 17
 	// maxIdleForward bounds the pooled connections to the leader.
 	maxIdleForward = 4
 	// maxForwardConns bounds the forwarding connections a node serves.
@@ -99,6 +102,11 @@ func (s *Store) getConn(addr string, deadline time.Time) (*fwdConn, error) {
 	if fc != nil {
 		return fc, nil
 	}
+	return s.dialForward(addr, deadline)
+}
+
+// dialForward opens a new forwarding connection to addr.
+func (s *Store) dialForward(addr string, deadline time.Time) (*fwdConn, error) {
 	c, err := dialPeer(s.cfg.Dial, s.cfg.Secret, addr, tagForward, time.Until(deadline))
 	if err != nil {
 		return nil, err
@@ -136,7 +144,7 @@ func (s *Store) call(ctx context.Context, kind byte, payload []byte) (uint64, er
 		}
 		return 0, fmt.Errorf("%w: forward to %s: %w", ErrUnreachable, addr, err)
 	}
-	v, status, err := fc.roundTrip(ctx, deadline, kind, payload)
+	v, _, status, err := fc.roundTrip(ctx, deadline, kind, payload)
 	if err != nil {
 		fc.c.Close()
 		var notSent errNotSent
@@ -156,7 +164,7 @@ func (s *Store) call(ctx context.Context, kind byte, payload []byte) (uint64, er
 	return 0, errFailed
 }
 
-func (fc *fwdConn) roundTrip(ctx context.Context, deadline time.Time, kind byte, payload []byte) (uint64, byte, error) {
+func (fc *fwdConn) roundTrip(ctx context.Context, deadline time.Time, kind byte, payload []byte) (v, v2 uint64, status byte, err error) {
 	fc.c.SetDeadline(deadline)
 	// A cancelled context unblocks the I/O by moving the deadline.
 	stop := context.AfterFunc(ctx, func() { fc.c.SetDeadline(time.Now()) })
@@ -168,7 +176,7 @@ func (fc *fwdConn) roundTrip(ctx context.Context, deadline time.Time, kind byte,
 		// Not all of the frame left, so the leader, which reads whole
 		// frames, never acts on it: typically a pooled connection to a
 		// leader that has gone.
-		return 0, 0, errNotSent{err}
+		return 0, 0, 0, errNotSent{err}
 	}
 	if cap(fc.buf) > 1<<20 {
 		fc.buf = nil // do not pin a large batch's buffer in the pool
@@ -176,12 +184,12 @@ func (fc *fwdConn) roundTrip(ctx context.Context, deadline time.Time, kind byte,
 	var reply [replySize]byte
 	if _, err := io.ReadFull(fc.r, reply[:]); err != nil {
 		if ctx.Err() != nil {
-			return 0, 0, ctx.Err()
+			return 0, 0, 0, ctx.Err()
 		}
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	fc.c.SetDeadline(time.Time{})
-	return binary.BigEndian.Uint64(reply[1:]), reply[0], nil
+	return binary.BigEndian.Uint64(reply[1:]), binary.BigEndian.Uint64(reply[9:]), reply[0], nil
 }
 
 // handleForward serves one inbound forwarding connection until it fails or
@@ -235,10 +243,11 @@ func (s *Store) handleForward(c net.Conn) {
 			return
 		}
 		b := frame.Bytes()
-		status, v := s.serveFrame(b[0], b[1:])
+		status, v, v2 := s.serveFrame(b[0], b[1:])
 		var reply [replySize]byte
 		reply[0] = status
 		binary.BigEndian.PutUint64(reply[1:], v)
+		binary.BigEndian.PutUint64(reply[9:], v2)
 		if _, err := c.Write(reply[:]); err != nil {
 			return
 		}
@@ -249,9 +258,9 @@ func (s *Store) handleForward(c net.Conn) {
 }
 
 // serveFrame handles one request on the leader.
-func (s *Store) serveFrame(kind byte, payload []byte) (byte, uint64) {
+func (s *Store) serveFrame(kind byte, payload []byte) (status byte, v, v2 uint64) {
 	if !s.IsLeader() {
-		return statusNotLeader, 0
+		return statusNotLeader, 0, 0
 	}
 	switch kind {
 	case frameCommands:
@@ -259,28 +268,30 @@ func (s *Store) serveFrame(kind byte, payload []byte) (byte, uint64) {
 		// skipped by every replica, but the sender should hear now.
 		if err := zkdb.CheckCommands(payload); err != nil {
 			s.log.Warn("raftstore: corrupt forwarded commands", "err", err)
-			return statusFailed, 0
+			return statusFailed, 0, 0
 		}
 		s.append(payload)
-		return statusOK, 0
+		return statusOK, 0, 0
 	case frameIndex:
 		idx, err := s.syncIndex()
 		if errors.Is(err, ErrNotLeader) {
-			return statusNotLeader, 0
+			return statusNotLeader, 0, 0
 		}
 		if err != nil {
-			return statusFailed, 0
+			return statusFailed, 0, 0
 		}
-		return statusOK, idx
+		return statusOK, idx, 0
 	case frameTouches:
 		ids, ok := decodeTouches(payload)
 		if !ok {
-			return statusFailed, 0
+			return statusFailed, 0, 0
 		}
 		s.db.TouchAll(ids, s.cfg.Clock.Now())
-		return statusOK, 0
+		return statusOK, 0, 0
+	case frameNotice:
+		return s.serveNotice(payload)
 	}
-	return statusFailed, 0
+	return statusFailed, 0, 0
 }
 
 func encodeTouches(ids []int64) []byte {

@@ -13,37 +13,58 @@ import (
 
 // fsm is the raft.FSM over a zkdb.DB: committed entries are applied to the
 // DB, snapshots are the DB's own, and it lets callers wait for an index
-// to be applied.
+// to be applied. Besides Raft's own goroutine, a follower's commit
+// notices apply entries (applyCommitted): the DB skips any index at or
+// below the last it applied, so each entry takes effect once, from
+// whichever applies it first, and each source goes in log order.
 type fsm struct {
 	db  *zkdb.DB
 	log *slog.Logger
-	// onApplied runs after each entry that carried commands.
-	onApplied func()
 	// serving is set once the store is open: a snapshot restored after
 	// that replaces the state under live clients.
 	serving atomic.Bool
 
-	// wmu guards notify.
+	// wmu guards notify, lastIndex and lastTerm.
 	wmu    sync.Mutex
 	notify chan struct{} // closed when the applied index advances; nil if nobody waits
+	// lastIndex and lastTerm are the newest command entry applied: being
+	// applied, it is committed, and a follower holding an entry of that
+	// index and term holds every committed entry up to it.
+	lastIndex, lastTerm uint64
 }
 
 // Apply applies one committed entry. It returns the log index; an entry
 // that does not decode (impossible unless the log is corrupt, since the
 // leader checks what it appends) is skipped on every node alike.
 func (f *fsm) Apply(l *raft.Log) any {
+	if l.Index > f.db.Applied() { // else a commit notice applied it already
+		f.db.Apply(f.decode(l), l.Index)
+	}
+	f.applied(l.Index, l.Term)
+	return l.Index
+}
+
+func (f *fsm) decode(l *raft.Log) zkdb.Batch {
 	b, err := zkdb.DecodeEntry(l.Data)
 	if err != nil {
 		f.log.Error("raftstore: skipping undecodable log entry", "index", l.Index, "err", err)
 		b = zkdb.Batch{}
 	}
 	b.Term = l.Term
-	f.db.Apply(b, l.Index)
-	if len(b.Commands) > 0 && f.onApplied != nil {
-		f.onApplied()
+	return b
+}
+
+// applied records the newest command entry applied and wakes waiters.
+func (f *fsm) applied(index, term uint64) {
+	f.wmu.Lock()
+	if index > f.lastIndex {
+		f.lastIndex, f.lastTerm = index, term
 	}
-	f.wake()
-	return l.Index
+	if f.notify != nil {
+		close(f.notify)
+		f.notify = nil
+	}
+	f.wmu.Unlock()
 }
 
 // wake tells waiters the applied index moved.
@@ -54,6 +75,47 @@ func (f *fsm) wake() {
 		f.notify = nil
 	}
 	f.wmu.Unlock()
+}
+
+// last returns the newest command entry applied, and a channel closed
+// when another is.
+func (f *fsm) last() (index, term uint64, moved <-chan struct{}) {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	if f.notify == nil {
+		f.notify = make(chan struct{})
+	}
+	return f.lastIndex, f.lastTerm, f.notify
+}
+
+// applyCommitted applies, from this node's own log, the entries after
+// the DB's last one up to index, if the entry at index has term term: a
+// node that applied that entry has committed it, and by Raft's log
+// matching every entry up to it is then the same here as in the leader's
+// log, and committed. It reports whether it got that far; false means the
+// entry is not (yet) here as committed, and Raft's own apply, or a later
+// attempt once the entry has arrived, will do. Only command entries are
+// applied, as Raft applies only those.
+func (f *fsm) applyCommitted(logs raft.LogStore, index, term uint64) bool {
+	from := f.db.Applied() + 1
+	if index < from {
+		return true
+	}
+	var l raft.Log
+	if err := logs.GetLog(index, &l); err != nil || l.Term != term {
+		return false
+	}
+	for i := from; i <= index; i++ {
+		if err := logs.GetLog(i, &l); err != nil {
+			return false // compacted under a snapshot, which covers it
+		}
+		if l.Type != raft.LogCommand || l.Index <= f.db.Applied() {
+			continue
+		}
+		f.db.Apply(f.decode(&l), l.Index)
+		f.applied(l.Index, l.Term)
+	}
+	return true
 }
 
 // waitCh returns the applied index and a channel closed when it next moves.

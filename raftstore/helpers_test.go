@@ -18,9 +18,11 @@ import (
 type testApp struct {
 	db *zkdb.DB
 
-	mu       sync.Mutex // guards applied and restores
+	mu       sync.Mutex // guards applied, restores and seen
 	applied  []zkdb.Command
 	restores int
+	// seen, when set, receives every applied command's Seq.
+	seen chan uint64
 }
 
 func newTestApp() *testApp {
@@ -34,7 +36,14 @@ func (a *testApp) Notify(int64, *wire.WatcherEvent, *tree.Event) {}
 func (a *testApp) Applied(e *zkdb.Effects) {
 	a.mu.Lock()
 	a.applied = append(a.applied, *e.Command)
+	seen := a.seen
 	a.mu.Unlock()
+	if seen != nil {
+		select {
+		case seen <- e.Command.Seq:
+		default:
+		}
+	}
 }
 
 func (a *testApp) Reset() {

@@ -70,7 +70,7 @@ type Config struct {
 	ElectionTimeout    time.Duration
 	HeartbeatTimeout   time.Duration // default ElectionTimeout/2
 	LeaderLeaseTimeout time.Duration // default ElectionTimeout/4
-	CommitTimeout      time.Duration // default 50ms; see pushCommits
+	CommitTimeout      time.Duration // default 50ms; followers hear of commits sooner by notices (notices.go)
 	SnapshotThreshold  uint64        // log entries between snapshots; default 8192
 	// SnapshotInterval is how often Raft checks SnapshotThreshold; default 10s.
 	SnapshotInterval time.Duration
@@ -83,6 +83,11 @@ type Config struct {
 	// MaxForwardFrame bounds a frame a follower may forward; default
 	// DefaultMaxForwardFrame.
 	MaxForwardFrame int64
+	// ReportInterval is how often a follower reports its clients' activity
+	// to the leader (Node); a follower answers a client only while a
+	// report got through within a third of its session timeout, so a few
+	// must fit in that. Default ElectionTimeout/10.
+	ReportInterval time.Duration
 	// Dial opens every connection this node makes to a peer (Raft and
 	// write forwarding); nil dials TCP from RaftAddr's IP. Fault-injection
 	// tests wrap it to cut links between nodes.
@@ -139,6 +144,7 @@ func (c *Config) setDefaults() error {
 	def(&c.CommitTimeout, 50*time.Millisecond)
 	def(&c.SnapshotInterval, 10*time.Second)
 	def(&c.ForwardTimeout, c.ElectionTimeout)
+	def(&c.ReportInterval, c.ElectionTimeout/10)
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = 8192
 	}
@@ -200,10 +206,13 @@ type Store struct {
 	closed   bool
 	handlers sync.WaitGroup // inbound forwarding handlers
 
-	pushCh  chan struct{}  // pushCommits has work; capacity 1
-	ready   chan struct{}  // closed once raft exists: forwarding may be served
-	stop    chan struct{}  // closed by Close
-	pushing sync.WaitGroup // the pushCommits goroutine
+	notices *notices      // commit notices heard from the leader
+	ready   chan struct{} // closed once raft exists: forwarding may be served
+	stop    chan struct{} // closed by Close
+	// stopCtx is cancelled by Close, for I/O that must end with it.
+	stopCtx    context.Context
+	cancelStop context.CancelFunc
+	following  sync.WaitGroup // followNotices and applyNotices
 }
 
 // serverID is Raft's id for a node.
@@ -221,8 +230,8 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{cfg: cfg, log: cfg.Logger, db: db, inbound: make(map[net.Conn]struct{}),
-		fsm: &fsm{db: db, log: cfg.Logger}, pushCh: make(chan struct{}, 1), ready: make(chan struct{}), stop: make(chan struct{})}
-	s.fsm.onApplied = s.wantPush
+		fsm: &fsm{db: db, log: cfg.Logger}, notices: newNotices(), ready: make(chan struct{}), stop: make(chan struct{})}
+	s.stopCtx, s.cancelStop = context.WithCancel(context.Background())
 
 	ln, err := net.Listen("tcp", cfg.RaftAddr)
 	if err != nil {
@@ -290,6 +299,7 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 	rc.BatchApplyCh = true
 	rc.Logger = newHCLogger(s.log, "raft")
 
+	logs = storedLogs{LogStore: logs, stored: s.notices.wake}
 	s.logs, s.snaps = logs, newTimedSnapshots(snaps, cfg.DataDir)
 	s.raft, err = raft.NewRaft(rc, s.fsm, logs, stable, s.snaps, s.trans)
 	if err != nil {
@@ -301,8 +311,8 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 	s.fsm.serving.Store(true)
 	close(s.ready)
 
-	s.pushing.Add(1)
-	go s.pushCommits()
+	s.following.Go(s.followNotices)
+	s.following.Go(s.applyNotices)
 
 	if boot, ok := s.bootstrapConfig(); ok {
 		err := s.raft.BootstrapCluster(boot).Error()
@@ -312,52 +322,6 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 		}
 	}
 	return s, nil
-}
-
-// pushGrace is how long pushCommits waits for a real entry to carry the
-// commit index before appending an empty one.
-const pushGrace = 500 * time.Microsecond
-
-// wantPush asks pushCommits to run; it never blocks.
-func (s *Store) wantPush() {
-	select {
-	case s.pushCh <- struct{}{}:
-	default:
-	}
-}
-
-// pushCommits tells followers about new commits at once. Raft sends a
-// follower the commit index only with the next append, or after
-// CommitTimeout without one; a client on a follower waiting for its own
-// write, for a watch event or for sync would wait for that. So once
-// everything in the leader's log has applied, the leader appends an empty
-// entry, whose replication carries the commit index. Under load the next
-// real entry does that and nothing extra is appended.
-func (s *Store) pushCommits() {
-	defer s.pushing.Done()
-	grace := time.NewTimer(pushGrace)
-	defer grace.Stop()
-	for {
-		select {
-		case <-s.pushCh:
-		case <-s.stop:
-			return
-		}
-		// A moment's grace lets a busy leader's next entry do the job.
-		grace.Reset(pushGrace)
-		select {
-		case <-grace.C:
-		case <-s.stop:
-			return
-		}
-		if s.raft.State() != raft.Leader || s.raft.LastIndex() > s.raft.AppliedIndex() {
-			continue // not ours to do, or a later entry will carry it
-		}
-		if len(s.raft.GetConfiguration().Configuration().Servers) < 2 {
-			continue // no followers to tell
-		}
-		s.raft.Apply(zkdb.EmptyEntry, 0)
-	}
 }
 
 // advertise picks the address peers should dial when Peers does not name
@@ -508,7 +472,6 @@ func (s *Store) syncIndex() (uint64, error) {
 		}
 		return 0, err
 	}
-	s.wantPush() // followers wait for this barrier's commit
 	return s.db.Applied(), nil
 }
 
@@ -618,6 +581,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	close(s.stop)
+	s.cancelStop()
 	for _, fc := range s.idle {
 		fc.c.Close()
 	}
@@ -629,7 +593,7 @@ func (s *Store) Close() error {
 
 	err := s.raft.Shutdown().Error()
 	s.handlers.Wait()
-	s.pushing.Wait()
+	s.following.Wait()
 	if cerr := s.closeStores(); err == nil {
 		err = cerr
 	}
@@ -640,6 +604,7 @@ func (s *Store) Close() error {
 // closes the transport and stores.
 func (s *Store) abandon() {
 	close(s.stop)
+	s.cancelStop()
 	s.closeStores()
 }
 

@@ -44,7 +44,7 @@ func (k sink) Applied(e *zkdb.Effects) {
 	}
 	var p *proposal
 	if e.Command.Origin == s.nodeID {
-		p = s.commit.take(e.Command.Seq)
+		p = s.pending.take(e.Command.Seq)
 	}
 	if p != nil {
 		p.committed, p.err = true, e.Result.Err
@@ -83,7 +83,7 @@ func (k sink) Applied(e *zkdb.Effects) {
 func (k sink) Reset() {
 	s := k.s
 	s.log.Warn("state replaced by a snapshot from the leader: dropping client connections")
-	s.commit.failAll()
+	s.pending.failAll()
 	for _, c := range s.openConns() {
 		c.out.abort()
 	}

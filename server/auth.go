@@ -3,7 +3,6 @@ package server
 import (
 	"net"
 	"sort"
-	"unicode/utf16"
 
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/wire"
@@ -72,20 +71,11 @@ func javaSetOrder(ids []wire.ID) {
 		size *= 2
 	}
 	bucket := func(id wire.ID) int32 {
-		h := 37*(37*17+javaStringHash(id.Scheme)) + javaStringHash(id.ID) // jute Id.hashCode
+		h := 37*(37*17+wire.JavaStringHash(id.Scheme)) + wire.JavaStringHash(id.ID) // jute Id.hashCode
 		spread := (h ^ int32(uint32(h)>>16)) & 0x7fffffff
 		return spread & int32(size-1)
 	}
 	sort.SliceStable(ids, func(i, j int) bool { return bucket(ids[i]) < bucket(ids[j]) })
-}
-
-// javaStringHash is Java's String.hashCode over UTF-16 code units.
-func javaStringHash(s string) int32 {
-	var h int32
-	for _, u := range utf16.Encode([]rune(s)) {
-		h = 31*h + int32(u)
-	}
-	return h
 }
 
 func containsID(ids []wire.ID, id wire.ID) bool {

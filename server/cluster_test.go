@@ -72,6 +72,16 @@ func leaderOf(nodes []*Server) *Server {
 	return nil
 }
 
+// followerOf returns a running node other than leader.
+func followerOf(nodes []*Server, leader *Server) *Server {
+	for _, s := range nodes {
+		if s != leader && !s.closed.Load() {
+			return s
+		}
+	}
+	return nil
+}
+
 // isLeader reports whether s's srvr would say "Mode: leader".
 func isLeader(s *Server) bool { return s.Mode() == "leader" }
 

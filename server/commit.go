@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hutchzk/hutch/clock"
+	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/zkdb"
 )
 
@@ -25,86 +27,39 @@ type proposal struct {
 	// without them.
 	committed bool
 	err       error
-	since     time.Time     // when it was handed to the committer
+	since     time.Time     // when it was proposed
 	size      int           // bytes of the client's request, for batching
 	done      chan struct{} // closed after applied ran, or on giving up
 }
 
-// committer orders proposals into the one sequence every replica applies
-// to its zkdb.DB. The single-node committer applies them itself; the
-// replicated one commits them through Raft, which applies them on every
-// node. The server sees only this contract.
-type committer interface {
-	// open prepares the committer before the server serves clients.
-	open() error
-	// run orders proposals until ctx ends.
-	run(ctx context.Context)
-	// propose hands over a proposal; it reports false once the committer
-	// stopped.
-	propose(p *proposal) bool
-	// take returns, once, the proposal this node made under seq.
-	take(seq uint64) *proposal
-	// failAll gives up on every waiting proposal.
-	failAll()
-	// catchUp returns once this node's state includes every write
-	// committed before the call (sync).
-	catchUp(ctx context.Context) error
-	// leading reports whether this node owns session expiry and cleanup
+// replication orders the server's writes into the one sequence every
+// replica applies to its zkdb.DB. A single node's applies them itself
+// (localReplication); an ensemble member's is a raftstore.Node, which
+// commits them through Raft. The server numbers each proposal and waits
+// for it (pendingTable); it hears that a command applied from the DB, and
+// that one never will through raftstore.Events.
+type replication interface {
+	// Propose queues a command, numbered by the server, with the size of
+	// its client request; false once replication has stopped.
+	Propose(cmd zkdb.Command, size int) bool
+	// Role is this node's part: standalone, leader or follower.
+	Role() raftstore.Role
+	// Leading reports whether this node owns session expiry and cleanup
 	// now, and in which leadership term: it leads, has applied what the
 	// previous leader committed, and has started every session's timer
 	// afresh.
-	leading() (term uint64, ok bool)
-	// mode is srvr's Mode: standalone, leader or follower.
-	mode() string
-	// info describes the node's place in its ensemble.
-	info() ReplicationInfo
-	// touched records client activity on a session seen by this node.
-	touched(session int64)
-	addMember(id uint64, addr string) error
-	removeMember(id uint64) error
-}
-
-// maxBatch and maxBatchBytes bound one batch of proposals.
-const (
-	maxBatch      = 256
-	maxBatchBytes = 4 << 20
-)
-
-// proposalQueue is the intake both committers share: proposals wait here
-// until the committer's loop takes them in batches.
-type proposalQueue struct {
-	in chan *proposal
-	// stopped is closed when the committer's loop returns, so late
-	// proposers never block.
-	stopped chan struct{}
-}
-
-func newProposalQueue() proposalQueue {
-	return proposalQueue{in: make(chan *proposal, 4*maxBatch), stopped: make(chan struct{})}
-}
-
-func (q *proposalQueue) propose(p *proposal) bool {
-	select {
-	case q.in <- p:
-		return true
-	case <-q.stopped:
-		return false
-	}
-}
-
-// batch starts a batch with first and adds whatever else is already
-// waiting, up to maxBatch.
-func (q *proposalQueue) batch(first *proposal, batch []*proposal) []*proposal {
-	batch = append(batch[:0], first)
-	for len(batch) < maxBatch {
-		select {
-		case p := <-q.in:
-			batch = append(batch, p)
-		default:
-			return batch
-		}
-	}
-	return batch
+	Leading() (term uint64, ok bool)
+	// CatchUp returns once this node's state includes every write
+	// committed before the call (sync).
+	CatchUp(ctx context.Context) error
+	// Touched records client activity on a session seen by this node.
+	Touched(session int64)
+	// Info describes the node's place in its ensemble.
+	Info() raftstore.Info
+	AddMember(id uint64, addr string) error
+	RemoveMember(id uint64) error
+	// Close stops it; proposals not yet applied never will be.
+	Close() error
 }
 
 // pendingTable holds the proposals this node made that have not applied,
@@ -143,13 +98,6 @@ func (t *pendingTable) take(seq uint64) *proposal {
 	return p
 }
 
-// lastSeq is the number of the newest proposal.
-func (t *pendingTable) lastSeq() uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.next
-}
-
 // selectSeqs returns the numbers of the waiting proposals keep picks.
 func (t *pendingTable) selectSeqs(keep func(seq uint64, p *proposal) bool) []uint64 {
 	t.mu.Lock()
@@ -185,46 +133,117 @@ func (t *pendingTable) failAll() {
 // localTerm is the one leadership term of a single node.
 const localTerm = 1
 
-// localCommitter serves a single in-memory node: it applies batches of
-// proposals to the DB itself, stamped with its clock.
-type localCommitter struct {
-	proposalQueue
-	pendingTable
-	s *Server
+// maxLocalBatch bounds the commands a single node applies at once.
+const maxLocalBatch = 256
+
+// localReplication serves a single in-memory node: it applies batches of
+// commands to the DB itself, stamped with its clock.
+type localReplication struct {
+	db    *zkdb.DB
+	clock clock.Clock
+	id    uint64
+	in    chan zkdb.Command
+	// stopped is closed when run returns, so late proposers never block.
+	stopped chan struct{}
+	cancel  context.CancelFunc
+	done    sync.WaitGroup
 }
 
-func newLocalCommitter(s *Server) *localCommitter {
-	return &localCommitter{s: s, proposalQueue: newProposalQueue(), pendingTable: newPendingTable(uint64(s.cfg.ServerID))}
+func startLocalReplication(db *zkdb.DB, clk clock.Clock, id uint64) *localReplication {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &localReplication{db: db, clock: clk, id: id, in: make(chan zkdb.Command, 4*maxLocalBatch),
+		stopped: make(chan struct{}), cancel: cancel}
+	r.done.Go(func() { r.run(ctx) })
+	return r
 }
 
-func (c *localCommitter) open() error                    { return nil }
-func (c *localCommitter) catchUp(context.Context) error  { return nil }
-func (c *localCommitter) leading() (uint64, bool)        { return 1, true }
-func (c *localCommitter) mode() string                   { return "standalone" }
-func (c *localCommitter) touched(int64)                  {}
-func (c *localCommitter) addMember(uint64, string) error { return ErrNotReplicated }
-func (c *localCommitter) removeMember(uint64) error      { return ErrNotReplicated }
+func (r *localReplication) Propose(cmd zkdb.Command, _ int) bool {
+	select {
+	case r.in <- cmd:
+		return true
+	case <-r.stopped:
+		return false
+	}
+}
 
-func (c *localCommitter) run(ctx context.Context) {
-	defer close(c.stopped)
-	batch := make([]*proposal, 0, maxBatch)
-	cmds := make([]zkdb.Command, 0, maxBatch)
+func (r *localReplication) Role() raftstore.Role           { return raftstore.Standalone }
+func (r *localReplication) Leading() (uint64, bool)        { return localTerm, true }
+func (r *localReplication) CatchUp(context.Context) error  { return nil }
+func (r *localReplication) Touched(int64)                  {}
+func (r *localReplication) AddMember(uint64, string) error { return ErrNotReplicated }
+func (r *localReplication) RemoveMember(uint64) error      { return ErrNotReplicated }
+func (r *localReplication) Info() raftstore.Info {
+	return raftstore.Info{Role: raftstore.Standalone, NodeID: r.id}
+}
+
+func (r *localReplication) Close() error {
+	r.cancel()
+	r.done.Wait()
+	return nil
+}
+
+// run applies whatever commands are waiting, up to maxLocalBatch, as one
+// batch, until ctx ends.
+func (r *localReplication) run(ctx context.Context) {
+	defer close(r.stopped)
+	cmds := make([]zkdb.Command, 0, maxLocalBatch)
 	for {
 		select {
 		case <-ctx.Done():
-			c.failAll()
 			return
-		case p := <-c.in:
-			batch = c.batch(p, batch)
+		case c := <-r.in:
+			cmds = append(cmds[:0], c)
 		}
-		now := c.s.clock.Now()
-		cmds = cmds[:0]
-		for _, p := range batch {
-			c.add(p, now)
-			cmds = append(cmds, p.cmd)
+	more:
+		for len(cmds) < maxLocalBatch {
+			select {
+			case c := <-r.in:
+				cmds = append(cmds, c)
+			default:
+				break more
+			}
 		}
-		c.s.db.Apply(zkdb.Batch{Time: now.UnixMilli(), Commands: cmds, Term: localTerm}, c.s.db.Applied()+1)
-		clear(batch)
+		r.db.Apply(zkdb.Batch{Time: r.clock.Now().UnixMilli(), Commands: cmds, Term: localTerm}, r.db.Applied()+1)
 		clear(cmds)
 	}
+}
+
+// replicationEvents is how a raftstore.Node reaches the server.
+type replicationEvents struct{ s *Server }
+
+func (e replicationEvents) Failed(seqs []uint64) {
+	for _, seq := range seqs {
+		e.s.pending.fail(seq)
+	}
+}
+
+func (e replicationEvents) Stranded(upTo uint64) {
+	stranded := e.s.pending.selectSeqs(func(seq uint64, _ *proposal) bool { return seq <= upTo })
+	if len(stranded) > 0 {
+		e.s.log.Info("dropping writes lost with the old leader", "writes", len(stranded))
+	}
+	for _, seq := range stranded {
+		e.s.pending.fail(seq)
+	}
+}
+
+func (e replicationEvents) Serving(ok bool) { e.s.setServing(ok) }
+
+func (e replicationEvents) Vouch(reached time.Time) {
+	e.s.dropUnvouched(time.Now(), reached, e.s.vouchLimit)
+}
+
+// proposalTimeout bounds how long a write may wait for its commit before its
+// connection is dropped, as a ZooKeeper client sees connection loss when a
+// leader dies with its request in flight.
+const proposalTimeout = 10 * time.Second
+
+// sweep gives up on proposals that have waited proposalTimeout.
+func (s *Server) sweep() {
+	s.repeat(s.ctx, time.Second, func() {
+		cutoff := s.clock.Now().Add(-proposalTimeout)
+		for _, seq := range s.pending.selectSeqs(func(_ uint64, p *proposal) bool { return p.since.Before(cutoff) }) {
+			s.pending.fail(seq)
+		}
+	})
 }

@@ -58,7 +58,7 @@ type Config struct {
 	// 4lw.commands.whitelist does ("*" for all); srvr always answers, as
 	// in ZooKeeper, where zkServer.sh relies on it. Nil takes the
 	// default: every word when the client port listens on loopback only,
-	// otherwise DefaultFourLetterWords.
+	// otherwise monitor.DefaultFourLetterWords.
 	FourLetterWords []string
 	// SecureListenAddr, with TLS, serves clients over TLS as
 	// secureClientPort does. A client certificate, when TLS asks for one
@@ -101,11 +101,6 @@ const (
 	DefaultMaxFrameSize           = 0xfffff
 	DefaultContainerCheckInterval = time.Minute
 )
-
-// DefaultFourLetterWords are the words answered by default on a client
-// port reachable from other hosts: health and version checks that reveal
-// no session, path or environment detail and cost nothing to answer.
-var DefaultFourLetterWords = []string{"ruok", "srvr", "isro"}
 
 // MaxServerID is the largest server (node) id: session ids carry it in
 // their top byte, and 255 there would read as a TTL node's owner.

@@ -78,7 +78,7 @@ func (s *Server) ExpireSession(id int64) error {
 	if !s.running() {
 		return ErrNotStarted
 	}
-	term, ok := s.commit.leading()
+	term, ok := s.repl.Leading()
 	if !ok {
 		return ErrNotLeader
 	}

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/hutchzk/hutch/monitor"
 )
 
 // ControlHandler serves the test controls over HTTP, for test harnesses
@@ -66,8 +69,8 @@ func (s *Server) ControlHandler() http.Handler {
 			Ephemerals []string `json:"ephemerals"`
 		}
 		out := []session{}
-		for _, ss := range s.Sessions() {
-			out = append(out, session{ss.ID, ss.Timeout.Milliseconds(), ss.Connected, ss.Ephemerals})
+		for _, ss := range s.Snapshot(monitor.PartSessions).Sessions {
+			out = append(out, session{ss.ID, ss.Timeout.Milliseconds(), ss.Remote != "", ss.Ephemerals})
 		}
 		reply(w, nil, map[string]any{"sessions": out})
 	})
@@ -108,9 +111,15 @@ func reply(w http.ResponseWriter, err error, body map[string]any) {
 		replyError(w, status, err)
 		return
 	}
-	adminReply(w, http.StatusOK, body)
+	writeJSON(w, http.StatusOK, body)
 }
 
 func replyError(w http.ResponseWriter, status int, err error) {
-	adminReply(w, status, map[string]any{"error": err.Error()})
+	writeJSON(w, status, map[string]any{"error": err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, status int, body map[string]any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
 }

@@ -5,5 +5,7 @@
 // replies, notifications and closed connections. It owns every goroutine:
 // one reader and one batched writer per connection, the committer's
 // loops, and the session-expiry and container-cleanup loops, which run on
-// an injectable clock.
+// an injectable clock. Its operators see it through package monitor: the
+// Server is a monitor.Source, and serves the monitor's four-letter words,
+// admin commands and metrics.
 package server

@@ -334,8 +334,7 @@ func TestClusterSnapshotInstallResyncsWatches(t *testing.T) {
 		}
 	}
 	waitFor(t, 5*time.Second, "the leader to compact its log", func() bool {
-		rc := leader.commit.(*raftCommitter)
-		return rc.store.Stats()["last_snapshot_index"] != "0"
+		return leader.Replication().Raft["last_snapshot_index"] != "0"
 	})
 	network.Heal()
 

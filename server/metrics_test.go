@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -16,7 +15,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/hutchzk/hutch/internal/realzk"
 	"github.com/hutchzk/hutch/wire"
@@ -227,13 +225,7 @@ func TestMetricsStandalone(t *testing.T) {
 func TestMetricsCluster(t *testing.T) {
 	nodes := startClusterOn(t, nil, 3, 200*time.Millisecond, func(_ uint64, cfg *Config) { cfg.MetricsAddr = "127.0.0.1:0" })
 	leader := leaderOf(nodes)
-	var follower *Server
-	for _, s := range nodes {
-		if s != leader {
-			follower = s
-			break
-		}
-	}
+	follower := followerOf(nodes, leader)
 	c, _ := dial(t, follower.Addr().String(), 10*time.Second)
 	const writes = 20
 	for i := range writes {
@@ -411,39 +403,6 @@ func TestMetricsPortInUse(t *testing.T) {
 	ln.Close()
 	if s.MetricsAddr() != nil {
 		t.Errorf("MetricsAddr = %v after a failed start", s.MetricsAddr())
-	}
-}
-
-func TestBucketQuantile(t *testing.T) {
-	hist := func(bounds []float64, counts []uint64) *dto.Histogram {
-		h := &dto.Histogram{}
-		var total uint64
-		for i, b := range bounds {
-			total += counts[i]
-			h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: proto.Float64(b), CumulativeCount: proto.Uint64(total)})
-		}
-		total += counts[len(bounds)] // +Inf
-		h.SampleCount = proto.Uint64(total)
-		return h
-	}
-	for _, tc := range []struct {
-		name string
-		h    *dto.Histogram
-		q    float64
-		want float64
-	}{
-		{"empty", hist([]float64{1, 2}, []uint64{0, 0, 0}), 0.5, math.NaN()},
-		{"all in first bucket", hist([]float64{1, 2}, []uint64{10, 0, 0}), 0.5, 0.5},
-		{"middle of second bucket", hist([]float64{1, 2}, []uint64{10, 10, 0}), 0.75, 1.5},
-		{"top of first bucket", hist([]float64{1, 2}, []uint64{10, 10, 0}), 0.5, 1},
-		{"beyond the last bound", hist([]float64{1, 2}, []uint64{0, 0, 5}), 0.99, 2},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := bucketQuantile(tc.q, tc.h)
-			if got != tc.want && !(math.IsNaN(got) && math.IsNaN(tc.want)) {
-				t.Errorf("quantile %v = %v, want %v", tc.q, got, tc.want)
-			}
-		})
 	}
 }
 

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -16,8 +18,9 @@ import (
 )
 
 var (
-	inprocFaults = flag.Int("nemesis.faults", 6, "faults TestClusterNemesis injects (100 or more for a long run)")
+	inprocFaults = flag.Int("nemesis.faults", 8, "faults TestClusterNemesis injects (100 or more for a long run)")
 	inprocSeed   = flag.Uint64("nemesis.seed", 0, "fault schedule seed for TestClusterNemesis (0: from the clock, logged)")
+	inprocKinds  = flag.String("nemesis.kinds", "", "comma-separated fault kinds TestClusterNemesis injects (default: all it supports)")
 )
 
 // inprocCluster is three hutch nodes in this process, each with its own
@@ -26,8 +29,9 @@ var (
 // cannot freeze a node (Pause is unsupported): the process nemesis in
 // package ensemble covers that.
 type inprocCluster struct {
-	tb      testing.TB
-	network *faultnet.Network
+	tb       testing.TB
+	network  *faultnet.Network
+	expiries *expiryRecorder
 
 	mu    sync.Mutex // guards nodes' servers
 	nodes []*inprocNode
@@ -41,7 +45,7 @@ type inprocNode struct {
 
 func startInprocCluster(tb testing.TB, tick time.Duration) *inprocCluster {
 	tb.Helper()
-	c := &inprocCluster{tb: tb, network: faultnet.New()}
+	c := &inprocCluster{tb: tb, network: faultnet.New(), expiries: &expiryRecorder{}}
 	const n = 3
 	peers := make(map[uint64]string, n)
 	for id := uint64(1); id <= n; id++ {
@@ -56,7 +60,7 @@ func startInprocCluster(tb testing.TB, tick time.Duration) *inprocCluster {
 			TickTime:            tick,
 			MaxClientConnsPerIP: -1,
 			Clock:               off,
-			Logger:              testLogger(),
+			Logger:              slog.New(c.expiries.handler(i, testLogger().Handler())),
 			Raft: &raftstore.Config{NodeID: id, RaftAddr: peers[id], Peers: peers,
 				DataDir: filepath.Join(base, fmt.Sprint(id)), Secret: []byte("in-process nemesis secret"),
 				Dial: c.network.Dialer(peers[id])},
@@ -169,6 +173,22 @@ func (c *inprocCluster) Skew(i int, offset time.Duration) error {
 	return nil
 }
 
+// CutOneWay stops node from's dials to node to at the network.
+func (c *inprocCluster) CutOneWay(from, to int) error {
+	c.network.DropOneWay(c.nodes[from].cfg.Raft.RaftAddr, c.nodes[to].cfg.Raft.RaftAddr)
+	return nil
+}
+
+// Flood floods node i's peer port from the address the nodes use.
+func (c *inprocCluster) Flood(i int) (func() string, error) {
+	f := faultnet.StartFlood(faultnet.FloodConfig{Addr: c.nodes[i].cfg.Raft.RaftAddr, FromIP: "127.0.0.1",
+		Total: 10_000, Hold: 1000, GarbageEvery: 10, Pace: 500 * time.Millisecond, For: 2 * time.Minute})
+	return func() string { return fmt.Sprintf("%+v", f.Stop()) }, nil
+}
+
+// Expiries returns what the nodes logged expiring.
+func (c *inprocCluster) Expiries() ([]nemesis.ServerExpiry, error) { return c.expiries.list(), nil }
+
 func (c *inprocCluster) Digests() ([]string, error) {
 	out := make([]string, len(c.nodes))
 	for i := range c.nodes {
@@ -188,13 +208,73 @@ func (c *inprocCluster) Digests() ([]string, error) {
 // off, ahead or behind, for a while), under the same workloads and checks
 // as the process nemesis.
 func TestClusterNemesis(t *testing.T) {
+	kinds, err := nemesis.ParseKinds(*inprocKinds)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := startInprocCluster(t, 500*time.Millisecond)
 	nemesis.Check(t, c, nemesis.Config{
 		Seed:           *inprocSeed,
 		Faults:         *inprocFaults,
+		Kinds:          kinds,
 		SessionTimeout: 4 * time.Second,
 		PartitionFor:   3 * time.Second,
 		SkewBy:         time.Hour,
 		SkewFor:        3 * time.Second,
 	})
+}
+
+// expiryRecorder notes the sessions the nodes log expiring, as the
+// nemesis's server-side record of expiries.
+type expiryRecorder struct {
+	mu   sync.Mutex // guards seen
+	seen []nemesis.ServerExpiry
+}
+
+func (r *expiryRecorder) handler(node int, next slog.Handler) slog.Handler {
+	return &expiryHandler{Handler: next, rec: r, node: node}
+}
+
+func (r *expiryRecorder) list() []nemesis.ServerExpiry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]nemesis.ServerExpiry(nil), r.seen...)
+}
+
+type expiryHandler struct {
+	slog.Handler
+	rec  *expiryRecorder
+	node int
+}
+
+// Enabled takes every Info record, whether or not the wrapped handler
+// wants it: the expiries are logged at Info.
+func (h *expiryHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelInfo || h.Handler.Enabled(ctx, l)
+}
+
+func (h *expiryHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == sessionExpiredMsg {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "session" {
+				h.rec.mu.Lock()
+				h.rec.seen = append(h.rec.seen, nemesis.ServerExpiry{Node: h.node, Session: a.Value.Int64(), At: r.Time})
+				h.rec.mu.Unlock()
+				return false
+			}
+			return true
+		})
+	}
+	if !h.Handler.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *expiryHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &expiryHandler{Handler: h.Handler.WithAttrs(as), rec: h.rec, node: h.node}
+}
+
+func (h *expiryHandler) WithGroup(name string) slog.Handler {
+	return &expiryHandler{Handler: h.Handler.WithGroup(name), rec: h.rec, node: h.node}
 }

@@ -27,7 +27,7 @@ func (c *conn) read(h wire.RequestHeader) bool {
 			return c.badBody(h)
 		}
 		if h.Type == wire.OpSync {
-			if err := s.commit.catchUp(s.ctx); err != nil {
+			if err := s.catchUp(s.ctx); err != nil {
 				s.log.Warn("closing connection: sync could not reach the leader", "session", c.sessionID.Load(), "err", err)
 				return false
 			}
@@ -84,7 +84,7 @@ func (c *conn) read(h wire.RequestHeader) bool {
 	case wire.OpWhoAmI:
 		resp := wire.WhoAmIResponse{Infos: make([]wire.ClientInfo, 0, len(c.identities()))}
 		for _, id := range c.identities() {
-			resp.Infos = append(resp.Infos, wire.ClientInfo{AuthScheme: id.Scheme, User: id.ID})
+			resp.Infos = append(resp.Infos, wire.ClientInfo{AuthScheme: id.Scheme, User: tree.UserName(id)})
 		}
 		c.reply(h.Xid, c.lastZxid(), nil, &resp)
 	case wire.OpMultiRead:

@@ -1,8 +1,11 @@
 package server
 
 import (
-	"strconv"
+	"context"
+	"errors"
 	"time"
+
+	"github.com/hutchzk/hutch/tree"
 
 	"github.com/hutchzk/hutch/raftstore"
 )
@@ -26,33 +29,30 @@ type ReplicationInfo struct {
 }
 
 // Replication reports this node's place in its ensemble.
-func (s *Server) Replication() ReplicationInfo { return s.commit.info() }
-
-func (c *localCommitter) info() ReplicationInfo {
-	return ReplicationInfo{Mode: "standalone", NodeID: uint64(c.s.cfg.ServerID)}
-}
-
-func (c *raftCommitter) info() ReplicationInfo {
-	st := c.store
-	id, addr := st.Leader()
-	r := ReplicationInfo{
-		Mode:       c.mode(),
-		NodeID:     c.cfg.NodeID,
-		LeaderID:   id,
-		LeaderAddr: addr,
-		Term:       st.Term(),
-		Raft:       st.Stats(),
-		DataDir:    c.cfg.DataDir,
+func (s *Server) Replication() ReplicationInfo {
+	if s.repl == nil {
+		return ReplicationInfo{Mode: raftstore.Standalone.String(), NodeID: s.nodeID}
 	}
-	if r.Mode != "leader" {
-		r.LastContact = st.LastContact()
-	}
-	r.Members, _ = st.Members()
-	return r
+	in := s.repl.Info()
+	return ReplicationInfo{Mode: in.Role.String(), NodeID: in.NodeID, LeaderID: in.LeaderID, LeaderAddr: in.LeaderAddr,
+		Term: in.Term, Members: in.Members, LastContact: in.LastContact, Raft: in.Raft, DataDir: in.DataDir}
 }
 
-// raftNumber reads one of Raft's numeric statistics, 0 when absent.
-func (r ReplicationInfo) raftNumber(key string) uint64 {
-	n, _ := strconv.ParseUint(r.Raft[key], 10, 64)
-	return n
+// catchUp brings this node's state up to every write committed before the
+// call, for sync and re-attach.
+func (s *Server) catchUp(ctx context.Context) error {
+	err := s.repl.CatchUp(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return tree.ErrSystemError
+	}
+	return err
 }
+
+// ErrNotReplicated is returned by membership calls on a node without Raft.
+var ErrNotReplicated = errors.New("server: not a replicated node")
+
+// AddMember adds a voting member to the ensemble. Only the leader can.
+func (s *Server) AddMember(id uint64, raftAddr string) error { return s.repl.AddMember(id, raftAddr) }
+
+// RemoveMember removes a member from the ensemble. Only the leader can.
+func (s *Server) RemoveMember(id uint64) error { return s.repl.RemoveMember(id) }

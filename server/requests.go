@@ -59,6 +59,19 @@ func (c *conn) handle(frame []byte) bool {
 	return false
 }
 
+// fourLetterWord answers word if it is one, and reports whether it was.
+func (c *conn) fourLetterWord(word string) bool {
+	s := c.srv
+	if !s.monitor.IsWord(word) {
+		return false
+	}
+	c.received(4)
+	s.log.Debug("four-letter word", "cmd", word, "ip", c.ip)
+	c.out.sendRaw([]byte(s.monitor.Answer(word)))
+	s.stats.packetsSent.Add(1)
+	return true
+}
+
 type decodable interface {
 	Decode(d *wire.Decoder)
 }

@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hutchzk/hutch/clock"
+	"github.com/hutchzk/hutch/monitor"
+	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/session"
 	"github.com/hutchzk/hutch/trace"
 	"github.com/hutchzk/hutch/zkdb"
@@ -27,9 +30,15 @@ type Server struct {
 	clock  clock.Clock
 	nodeID uint64
 
-	db     *zkdb.DB
-	commit committer
-	stats  Stats
+	db *zkdb.DB
+	// repl orders writes (set by Start); pending holds this node's
+	// proposals until they apply or are given up on.
+	repl    replication
+	pending pendingTable
+	// vouchLimit bounds how long a follower answers a client without a
+	// report of its activity reaching the leader, whatever its timeout.
+	vouchLimit time.Duration
+	stats      Stats
 	// trace receives every applied command and delivered watch event
 	// (see traceApplied); Config.Trace or the server's own.
 	trace *trace.Broker
@@ -59,12 +68,13 @@ type Server struct {
 	adminLn  net.Listener // nil without AdminAddr
 	// metricsLn serves /metrics; nil without MetricsAddr.
 	metricsLn net.Listener
-	// words are the four-letter words answered (the resolved whitelist).
-	words  map[string]bool
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	closed atomic.Bool
+	// monitor answers the operators: four-letter words, admin commands,
+	// metrics.
+	monitor *monitor.Monitor
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closed  atomic.Bool
 	// notServing is set while a replicated node knows no leader: like a
 	// ZooKeeper follower that lost its leader, it drops its clients and
 	// turns new ones away so they move to a node in the majority.
@@ -113,7 +123,6 @@ func New(cfg Config) *Server {
 		perIP:      make(map[string]int),
 		nextConnID: firstConnID(),
 		ids:        session.NewIDGenerator(cfg.ServerID, cfg.Clock.Now()),
-		words:      enabledWords(cfg),
 		trace:      cfg.Trace,
 		ready:      make(chan struct{}),
 	}
@@ -122,14 +131,44 @@ func New(cfg Config) *Server {
 	}
 	s.gate.init()
 	s.stats.init()
+	s.monitor = monitor.New(s, monitor.Config{FourLetterWords: cfg.FourLetterWords, ListenAddr: cfg.ListenAddr,
+		AdminToken: cfg.AdminToken, MaxMemberID: MaxServerID, Logger: cfg.Logger})
 	s.db = zkdb.New(zkdb.Config{TickTime: cfg.TickTime, Clock: cfg.Clock, Sink: sink{s}, SASL: len(cfg.SASLUsers) > 0, Logger: cfg.Logger})
 	if cfg.Raft != nil {
 		s.nodeID = cfg.Raft.NodeID
-		s.commit = newRaftCommitter(s, *cfg.Raft)
-	} else {
-		s.commit = newLocalCommitter(s)
 	}
+	s.pending = newPendingTable(s.nodeID)
 	return s
+}
+
+// openReplication starts the single node's ordering of writes, or joins
+// the Raft group.
+func (s *Server) openReplication() (replication, error) {
+	if s.cfg.Raft == nil {
+		return startLocalReplication(s.db, s.clock, s.nodeID), nil
+	}
+	rc := *s.cfg.Raft
+	if rc.Logger == nil {
+		rc.Logger = s.log
+	}
+	if rc.Clock == nil {
+		rc.Clock = s.clock
+	}
+	// A forwarded batch holds whole requests, each up to MaxFrameSize.
+	if need := 2 * int64(s.cfg.MaxFrameSize); rc.MaxForwardFrame < need {
+		rc.MaxForwardFrame = max(need, raftstore.DefaultMaxForwardFrame)
+	}
+	// Reports of client activity: twice a tick, and often enough that a
+	// few fit in a third of the shortest session timeout.
+	if rc.ReportInterval == 0 {
+		rc.ReportInterval = max(min(s.cfg.TickTime/2, s.cfg.MinSessionTimeout/9), 10*time.Millisecond)
+	}
+	n, err := raftstore.OpenNode(rc, s.db, replicationEvents{s})
+	if err != nil {
+		return nil, err
+	}
+	s.vouchLimit = n.LeaderlessLimit()
+	return n, nil
 }
 
 // firstConnID picks where this process numbers its connections. A
@@ -199,21 +238,26 @@ func (s *Server) Start() error {
 	if err != nil {
 		return err
 	}
-	if err := s.commit.open(); err != nil {
+	repl, err := s.openReplication()
+	if err != nil {
 		release()
 		return fmt.Errorf("open replication: %w", err)
 	}
+	s.repl = repl
 	s.ln = ln
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if adminLn != nil {
 		s.adminLn = adminLn
-		s.goLoop(func() { s.serveAdmin(adminLn) })
+		s.goLoop(func() { s.serveHTTP("admin", adminLn, s.monitor.AdminHandler()) })
 	}
 	if metricsLn != nil {
 		s.metricsLn = metricsLn
-		s.goLoop(func() { s.serveMetrics(metricsLn) })
+		s.goLoop(func() { s.serveHTTP("metrics", metricsLn, s.monitor.MetricsHandler()) })
 	}
-	s.goLoop(func() { s.commit.run(s.ctx) })
+	if s.cfg.Raft != nil {
+		// A single node applies every proposal itself: nothing to give up on.
+		s.goLoop(s.sweep)
+	}
 	s.goLoop(s.expiryLoop)
 	s.goLoop(s.cleanupLoop)
 	if ln != nil {
@@ -283,6 +327,29 @@ func (s *Server) AdminAddr() net.Addr {
 	return s.adminLn.Addr()
 }
 
+// MetricsAddr is the /metrics HTTP address, or nil without one.
+func (s *Server) MetricsAddr() net.Addr {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	if s.metricsLn == nil {
+		return nil
+	}
+	return s.metricsLn.Addr()
+}
+
+// serveHTTP runs one of the operators' HTTP listeners until the server
+// closes.
+func (s *Server) serveHTTP(what string, ln net.Listener, h http.Handler) {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-s.ctx.Done()
+		_ = hs.Close()
+	}()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		s.log.Warn(what+" server stopped", "err", err)
+	}
+}
+
 // Close stops accepting, closes every connection and stops all loops. Sessions
 // are not closed: an in-memory node forgets them with everything else, and
 // an ensemble member leaves them to the others, as a crashed one would.
@@ -312,44 +379,36 @@ func (s *Server) Close() error {
 		_ = c.nc.Close()
 	}
 	s.wg.Wait()
+	if cerr := s.repl.Close(); err == nil {
+		err = cerr
+	}
+	s.pending.failAll()
 	s.log.Info("stopped", "connections", len(open))
 	return err
 }
 
-// Stats returns the current counters.
-func (s *Server) Stats() StatsSnapshot {
-	n := s.db.Counts()
-	lo, avg, hi := s.stats.latency.read()
-	return StatsSnapshot{
-		PacketsReceived: s.stats.packetsReceived.Load(),
-		PacketsSent:     s.stats.packetsSent.Load(),
-		BytesReceived:   s.stats.bytesReceived.Load(),
-		BytesSent:       s.stats.bytesSent.Load(),
-		Txns:            s.stats.txns.Load(),
-		Notifications:   s.stats.notifications.Load(),
-		Connections:     s.stats.connections.Load(),
-		Outstanding:     max(s.stats.outstanding.Load(), 0),
-		AuthFailed:      s.stats.authFailed.Load(),
-		Forwarded:       s.stats.forwarded.Load(),
-		MinLatency:      lo,
-		AvgLatency:      avg,
-		MaxLatency:      hi,
-		Sessions:        n.Sessions,
-		Watches:         n.Watches,
-		Nodes:           n.Nodes,
-		Ephemerals:      n.Ephemerals,
-		DataSize:        n.DataSize,
-		LastZxid:        n.LastZxid,
-		Uptime:          time.Since(s.stats.started),
+// forwarded counts the writes this node handed to the Raft leader.
+func (s *Server) forwarded() int64 {
+	if n, ok := s.repl.(*raftstore.Node); ok {
+		return n.Forwarded()
 	}
+	return 0
 }
 
 // Digest returns a hash of the whole tree and the last applied zxid; equal
 // digests at equal zxids mean two nodes hold identical trees.
 func (s *Server) Digest() (digest uint64, lastZxid int64) { return s.db.Digest() }
 
+// Role is this node's part in its ensemble now.
+func (s *Server) Role() raftstore.Role {
+	if s.repl == nil {
+		return raftstore.Standalone
+	}
+	return s.repl.Role()
+}
+
 // Mode is srvr's Mode line: standalone, leader or follower.
-func (s *Server) Mode() string { return s.commit.mode() }
+func (s *Server) Mode() string { return s.Role().String() }
 
 // acceptLoop serves one client port; wrap, when not nil, turns each
 // accepted socket into the connection served (TLS on the secure port).
@@ -393,13 +452,13 @@ func (s *Server) acceptLoop(ln net.Listener, wrap func(net.Conn) net.Conn) {
 }
 
 // ServeConn serves a client connection the server did not accept itself:
-// one end of an in-memory pipe (as package hutchtest's dialer makes), a
-// socket passed in from elsewhere. The connection is treated as one from
-// its RemoteAddr (its IP counts against MaxClientConnsPerIP and is its ip
-// identity for ACLs); a pipe should report a loopback TCP address. It
-// returns at once; the connection is served, and closed, by the server.
-// Refused connections (server not started or closed, not serving for want
-// of a leader, too many from that address) are closed, with an error.
+// one end of an in-memory pipe (DialMemory), a socket passed in from
+// elsewhere. The connection is treated as one from its RemoteAddr (its IP
+// counts against MaxClientConnsPerIP and is its ip identity for ACLs); a
+// pipe should report a loopback TCP address. It returns at once; the
+// connection is served, and closed, by the server. Refused connections
+// (server not started or closed, not serving for want of a leader, too
+// many from that address) are closed, with an error.
 func (s *Server) ServeConn(nc net.Conn) error {
 	s.lifeMu.Lock()
 	started := s.ctx != nil
@@ -515,7 +574,12 @@ func remoteIP(a net.Addr) string {
 // after it applied. It reports false when the server is shutting down.
 func (s *Server) submit(p *proposal) bool {
 	p.done = make(chan struct{})
-	return s.commit.propose(p)
+	s.pending.add(p, s.clock.Now())
+	if s.repl.Propose(p.cmd, p.size) {
+		return true
+	}
+	s.pending.take(p.cmd.Seq)
+	return false
 }
 
 // await waits until p applied or was given up on, or the server is

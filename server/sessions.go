@@ -29,7 +29,7 @@ func (c *conn) connect(req *wire.ConnectRequest) bool {
 		// queue twice.
 		// No longer than the session could live without us.
 		ctx, cancel := context.WithTimeout(s.ctx, timeout)
-		err := s.commit.catchUp(ctx)
+		err := s.catchUp(ctx)
 		cancel()
 		if err != nil {
 			s.log.Info("refusing re-attach: cannot catch up with the leader", "session", req.SessionID, "ip", c.ip, "err", err)
@@ -160,7 +160,7 @@ func (c *conn) touch() bool {
 	if !s.db.Touch(id, s.clock.Now()) {
 		return false
 	}
-	s.commit.touched(id)
+	s.repl.Touched(id)
 	return true
 }
 
@@ -229,12 +229,16 @@ func (s *Server) clockReading() (time.Time, time.Duration) {
 	return s.clock.Now(), s.movedOnPurpose
 }
 
+// sessionExpiredMsg is the log message of an expiry: tests and operators
+// look for it.
+const sessionExpiredMsg = "session expired"
+
 // expireSessions closes every session whose timeout has run out by the
 // server's clock, if this node owns expiry: the single node always, a Raft
 // node while it leads (having first given every session a full timeout).
 // The closes it proposes are kept in s.expiring until seen applied.
 func (s *Server) expireSessions() {
-	term, ok := s.commit.leading()
+	term, ok := s.repl.Leading()
 	if !ok {
 		return
 	}
@@ -249,7 +253,7 @@ func (s *Server) expireSessions() {
 		}
 	})
 	for _, id := range s.db.ExpireSessions(s.clock.Now()) {
-		s.log.Info("session expired", "session", id)
+		s.log.Info(sessionExpiredMsg, "session", id)
 		if p := s.closeSession(id, nil, 0, term); p != nil {
 			s.expiring = append(s.expiring, p)
 		}
@@ -311,7 +315,7 @@ func (s *Server) repeat(ctx context.Context, d time.Duration, f func()) {
 // checks again, when it applies, that its node is still due by the log's
 // own time, so the leader's clock decides only when to look.
 func (s *Server) cleanupContainers() {
-	term, ok := s.commit.leading()
+	term, ok := s.repl.Leading()
 	if !ok {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hutchzk/hutch/monitor"
 	"github.com/hutchzk/hutch/wire"
 )
 
@@ -68,18 +69,17 @@ type Stats struct {
 	connections     atomic.Int64
 	outstanding     atomic.Int64 // requests read but not yet answered
 	authFailed      atomic.Int64
-	forwarded       atomic.Int64 // writes this node sent to a leader
 	// Sizes of the writes this node proposed: last, smallest and largest
 	// (srvr's "Proposal sizes" on a leader).
 	proposalLast, proposalMin, proposalMax atomic.Int64
 	latency                                *latencyStats
-	durations                              requestDurations // for /metrics
+	durations                              *monitor.Durations // for /metrics
 	started                                time.Time
 }
 
 func (st *Stats) init() {
 	st.latency = newLatencyStats()
-	st.durations = newRequestDurations()
+	st.durations = monitor.NewDurations()
 	st.started = time.Now()
 	st.proposalLast.Store(-1)
 	st.proposalMin.Store(-1)
@@ -111,30 +111,6 @@ func (st *Stats) reset() {
 	st.proposalMin.Store(-1)
 	st.proposalMax.Store(-1)
 	st.latency.reset()
-}
-
-// StatsSnapshot is a point-in-time copy of Stats and the state's sizes.
-type StatsSnapshot struct {
-	PacketsReceived int64
-	PacketsSent     int64
-	BytesReceived   int64
-	BytesSent       int64
-	Txns            int64
-	Notifications   int64
-	Connections     int64
-	Outstanding     int64
-	AuthFailed      int64
-	Forwarded       int64
-	MinLatency      int64   // ms
-	AvgLatency      float64 // ms
-	MaxLatency      int64   // ms
-	Sessions        int
-	Watches         int
-	Nodes           int
-	Ephemerals      int
-	DataSize        int64
-	LastZxid        int64
-	Uptime          time.Duration
 }
 
 // request is what a reply needs to know of the request it answers, for
@@ -199,30 +175,12 @@ func (cs *connStats) reset() {
 	cs.mu.Unlock()
 }
 
-// connReport is a copy of a connection's statistics for cons, stat and
-// the connections admin command.
-type connReport struct {
-	Remote       string
-	Secure       bool
-	Session      int64
-	Timeout      time.Duration
-	Outstanding  int64
-	Received     int64
-	Sent         int64
-	Established  time.Time
-	LastOp       string
-	LastCxid     int64
-	LastZxid     int64
-	LastResponse time.Time
-	LastLatency  int64
-	MinLatency   int64
-	AvgLatency   int64
-	MaxLatency   int64
-}
-
-func (c *conn) report() connReport {
+// report copies the connection's statistics for cons, stat and the
+// connections admin command.
+func (c *conn) report() monitor.Connection {
 	cs := c.stats
-	r := connReport{
+	r := monitor.Connection{
+		ID:          c.id,
 		Remote:      c.nc.RemoteAddr().String(),
 		Secure:      c.secure,
 		Session:     c.sessionID.Load(),
@@ -298,6 +256,17 @@ func lastOpName(op wire.OpCode) string {
 	return "NA"
 }
 
+// requestKind is how the latency histograms count a request of op.
+func requestKind(op wire.OpCode) monitor.RequestKind {
+	switch {
+	case isRead(op):
+		return monitor.ReadRequest
+	case op == wire.OpPing:
+		return monitor.PingRequest
+	}
+	return monitor.WriteRequest
+}
+
 // received counts one request frame read from the connection.
 func (c *conn) received(n int) {
 	c.srv.stats.packetsReceived.Add(1)
@@ -338,7 +307,7 @@ func (c *conn) answered(r request, zxid int64) {
 	}
 	now := time.Now()
 	ms := c.stats.replied(r, zxid, now)
-	s.stats.durations.observe(r.op, now.Sub(r.start))
+	s.stats.durations.Observe(requestKind(r.op), now.Sub(r.start))
 	s.stats.latency.add(ms)
 }
 

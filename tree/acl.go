@@ -50,6 +50,18 @@ func DigestID(userPass string) string {
 // is not an authenticating provider and super has no provider), and other
 // schemes must pass their provider's isValid. sasl tells whether the sasl
 // provider is registered.
+// UserName is the user an identity names, as whoAmI reports it: a digest
+// identity's user is the part before its password digest ("alice" of
+// "alice:Jq7w..."), as ZooKeeper's digest provider says; every other
+// scheme's identity is its user.
+func UserName(id wire.ID) string {
+	if id.Scheme == schemeDigest {
+		user, _, _ := strings.Cut(id.ID, ":")
+		return user
+	}
+	return id.ID
+}
+
 func fixupACL(auth []wire.ID, acl []wire.ACL, sasl bool) ([]wire.ACL, error) {
 	uniq := make([]wire.ACL, 0, len(acl))
 	for _, a := range acl {

@@ -252,45 +252,44 @@ func (m *Manager) set(path string, session int64, t int, md mode) {
 	}
 }
 
-// DataWatches lists, for each watcher, the paths it has an entry on in
-// the data table (one-shot or persistent), unsorted. ZooKeeper's wchc,
-// wchp and wchs report only this table.
-func (m *Manager) DataWatches() map[int64][]string {
-	out := make(map[int64][]string)
-	for path, w := range m.paths {
-		for session, md := range w {
-			if md[dataTable] != modeNone {
-				out[session] = append(out[session], path)
-			}
-		}
-	}
-	return out
-}
-
-// Entry is what one watcher watches on one path.
+// Entry is one watch as the operator views list it: a watcher's entry on
+// a path in one of the two tables. A persistent watch has one in each.
 type Entry struct {
 	Path    string
 	Watcher int64
-	// Data is a one-shot data watch (getData, exists) and Child a
-	// one-shot child watch (getChildren); Persistent and Recursive are
-	// addWatch's modes.
-	Data, Child, Persistent, Recursive bool
+	// Child is set for an entry in the child table (it hears of
+	// NodeChildrenChanged); otherwise it is in the data table, the only
+	// one ZooKeeper's wchc, wchp and wchs report.
+	Child bool
+	// Mode is ZooKeeper's WatcherMode: "standard" (one-shot),
+	// "persistent" or "persistentRecursive".
+	Mode string
 }
 
-// Entries lists every watch, unsorted, for introspection.
+// Entries lists every watch, in no particular order.
 func (m *Manager) Entries() []Entry {
-	var out []Entry
+	out := make([]Entry, 0, m.count)
 	for path, w := range m.paths {
 		for watcher, md := range w {
-			e := Entry{Path: path, Watcher: watcher}
-			for _, k := range md {
-				e.Persistent = e.Persistent || k == modePersistent
-				e.Recursive = e.Recursive || k == modeRecursive
+			for t, k := range md {
+				if k != modeNone {
+					out = append(out, Entry{Path: path, Watcher: watcher, Child: t == childTable, Mode: k.String()})
+				}
 			}
-			e.Data = md[dataTable] == modeStandard
-			e.Child = md[childTable] == modeStandard
-			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// String names the mode as ZooKeeper's WatcherMode does.
+func (md mode) String() string {
+	switch md {
+	case modeStandard:
+		return "standard"
+	case modePersistent:
+		return "persistent"
+	case modeRecursive:
+		return "persistentRecursive"
+	}
+	return "none"
 }

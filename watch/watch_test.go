@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"slices"
@@ -491,19 +492,31 @@ func BenchmarkTrigger(b *testing.B) {
 	})
 }
 
-func TestDataWatches(t *testing.T) {
+func TestEntries(t *testing.T) {
 	m := NewManager()
 	m.AddData("/a", 1)
-	m.AddChild("/a", 1) // child table only: not reported
-	m.AddChild("/c", 2) // child table only: not reported
+	m.AddChild("/a", 1)
+	m.AddChild("/c", 2)
 	m.AddPersistent("/b", 2, true)
-	m.AddData("/a", 2)
-	got := m.DataWatches()
-	for _, paths := range got {
-		slices.Sort(paths)
+	m.AddPersistent("/d", 3, false)
+	m.AddData("/d", 3) // turns the data half into a one-shot watch (3.8)
+	got := m.Entries()
+	slices.SortFunc(got, func(a, b Entry) int {
+		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Watcher, b.Watcher), cmp.Compare(fmt.Sprint(a.Child), fmt.Sprint(b.Child)))
+	})
+	want := []Entry{
+		{"/a", 1, false, "standard"},
+		{"/a", 1, true, "standard"},
+		{"/b", 2, false, "persistentRecursive"},
+		{"/b", 2, true, "persistentRecursive"},
+		{"/c", 2, true, "standard"},
+		{"/d", 3, false, "standard"},
+		{"/d", 3, true, "persistent"},
 	}
-	want := map[int64][]string{1: {"/a"}, 2: {"/a", "/b"}}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("DataWatches = %v, want %v", got, want)
+		t.Fatalf("Entries =\n%v\nwant\n%v", got, want)
+	}
+	if len(got) != m.Count() {
+		t.Errorf("%d entries, Count %d", len(got), m.Count())
 	}
 }

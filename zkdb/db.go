@@ -369,11 +369,12 @@ func (d *DB) Ephemerals() map[int64][]string {
 	return d.tree.EphemeralsBySession()
 }
 
-// DataWatches lists each watcher's data-table watches (wchc, wchp, wchs).
-func (d *DB) DataWatches() map[int64][]string {
+// Watches lists every watch, keyed by the connection that set it (the
+// operator views: wchc, wchp, wchs).
+func (d *DB) Watches() []watch.Entry {
 	d.watchMu.Lock()
 	defer d.watchMu.Unlock()
-	return d.watches.DataWatches()
+	return d.watches.Entries()
 }
 
 // ExpiryBuckets lists the session timers this node runs, soonest first

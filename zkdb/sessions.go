@@ -15,6 +15,31 @@ func (d *DB) Session(id int64) (timeout time.Duration, passwd []byte, ok bool) {
 	return d.timeoutLocked(id), pw, ok
 }
 
+// SessionInfo is one open session as the operator views list it.
+type SessionInfo struct {
+	ID      int64
+	Timeout time.Duration // as negotiated at its creation or last attach
+	// Conn is the connection that created or last attached it, on
+	// whichever node that was; 0 when none is recorded.
+	Conn int64
+}
+
+// Sessions lists the open sessions by id.
+func (d *DB) Sessions() []SessionInfo {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	ids := d.tree.Sessions()
+	out := make([]SessionInfo, 0, len(ids))
+	for _, id := range ids {
+		info := SessionInfo{ID: id, Timeout: d.timeoutLocked(id)}
+		if o := d.owners[id]; o != nil {
+			info.Conn = o.conn
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
 // Touch records client activity on a session at now. It reports false for
 // a session this node does not know or is closing; the client's connection
 // should then end. It waits for no apply or snapshot.

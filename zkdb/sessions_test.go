@@ -3,6 +3,7 @@ package zkdb
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -78,5 +79,24 @@ func TestLastSessionID(t *testing.T) {
 		if got, ok := db.LastSessionID(tc.like); got != tc.want || ok != tc.ok {
 			t.Errorf("LastSessionID(%#x) = %#x %v, want %#x %v", uint64(tc.like), uint64(got), ok, uint64(tc.want), tc.ok)
 		}
+	}
+}
+
+// TestSessionsList: Sessions lists every open session by id with the
+// timeout and owning connection of its last attach, and forgets a closed
+// one.
+func TestSessionsList(t *testing.T) {
+	const a, b = 0x0100000000000002, 0x0100000000000001
+	db, _, _ := newDB(t)
+	ap := &applier{db: db}
+	ap.apply(1000, createSession(a, 7), createSession(b, 8))
+	ap.apply(2000, attach(a, 9))
+	want := []SessionInfo{{ID: b, Timeout: time.Second, Conn: 8}, {ID: a, Timeout: 2 * time.Second, Conn: 9}}
+	if got := db.Sessions(); !slices.Equal(got, want) {
+		t.Fatalf("Sessions = %+v, want %+v", got, want)
+	}
+	ap.apply(3000, Command{Conn: 8, Order: 1, Kind: KindTxn, Txn: tree.Txn{Session: b, Op: wire.OpCloseSession}})
+	if got := db.Sessions(); !slices.Equal(got, want[1:]) {
+		t.Fatalf("after closing %#x: Sessions = %+v, want %+v", b, got, want[1:])
 	}
 }

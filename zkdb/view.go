@@ -2,7 +2,6 @@ package zkdb
 
 import (
 	"github.com/hutchzk/hutch/tree"
-	"github.com/hutchzk/hutch/watch"
 	"github.com/hutchzk/hutch/wire"
 )
 
@@ -79,12 +78,4 @@ func (d *DB) WatchCount(watcher int64) int {
 	d.watchMu.Lock()
 	defer d.watchMu.Unlock()
 	return d.watches.SessionCount(watcher)
-}
-
-// Watches lists every watch this node holds (watch.Manager.Entries),
-// unsorted; Watcher is the connection that set it.
-func (d *DB) Watches() []watch.Entry {
-	d.watchMu.Lock()
-	defer d.watchMu.Unlock()
-	return d.watches.Entries()
 }

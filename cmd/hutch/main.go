@@ -17,12 +17,17 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/hutchzk/hutch/bench"
+	"github.com/hutchzk/hutch/cli"
 	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/server"
 	"github.com/hutchzk/hutch/zoocfg"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "cli" {
+		os.Exit(cli.Main(os.Args[2:]))
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "hutch:", err)
 		os.Exit(1)
@@ -30,6 +35,9 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "bench" {
+		return bench.Main(args[1:]) // hutch bench: workloads against any ZooKeeper-compatible server
+	}
 	fs, f := newFlags()
 	if err := fs.Parse(args); err != nil {
 		if err == pflag.ErrHelp {
@@ -145,6 +153,8 @@ func newFlags() (*pflag.FlagSet, *flags) {
 }
 
 const usageText = `Usage: hutch [flags] [zoo.cfg]
+       hutch cli [-server host:port] [command args...]   (a zkCli.sh-like client; hutch cli -h)
+       hutch bench [flags] [workload...]                 (workloads side by side; hutch bench -h)
 
 hutch serves ZooKeeper's client protocol. With no flags it serves one
 in-memory node on 127.0.0.1:2181. Once serving it writes the client

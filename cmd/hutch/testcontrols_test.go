@@ -52,7 +52,7 @@ func TestAnnounceAndControls(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"advanced": "1h0m0s"`) {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"advanced":"1h0m0s"`) {
 		t.Fatalf("advance: %d %s", resp.StatusCode, body)
 	}
 	resp, err = http.Post(controls.url()+"/expire?session=0x99", "", nil)

@@ -22,11 +22,19 @@ type FloodConfig struct {
 	Hold int
 	// For bounds the flood's duration (a minute by default).
 	For time.Duration
+	// GarbageEvery makes every n-th connection send random bytes, the
+	// others staying idle after reading what the server sends; 2 by
+	// default (half and half).
+	GarbageEvery int
+	// Pace is the least time between two dials of one of the Hold
+	// workers, so that a flood the server refuses at once lasts rather
+	// than spending Total in a burst (0: no pause).
+	Pace time.Duration
 }
 
 // Flood opens connections to a listener from one address and abuses
-// them, as someone without the peer secret can: every other connection
-// reads what the server sends and then says nothing (idle), the rest send
+// them, as someone without the peer secret can: some connections read
+// what the server sends and then say nothing (idle), the others send
 // random bytes (garbage). A connection is held until the server closes it
 // or for ten seconds, then the next is opened, until Total were opened,
 // For passed, or Stop.
@@ -52,6 +60,9 @@ func StartFlood(cfg FloodConfig) *Flood {
 	if cfg.For <= 0 {
 		cfg.For = time.Minute
 	}
+	if cfg.GarbageEvery <= 0 {
+		cfg.GarbageEvery = 2
+	}
 	f := &Flood{cfg: cfg, stop: make(chan struct{})}
 	deadline := time.Now().Add(cfg.For)
 	for range min(cfg.Hold, cfg.Total) {
@@ -70,6 +81,7 @@ func (f *Flood) run(deadline time.Time) {
 		if n > int64(f.cfg.Total) || time.Now().After(deadline) || f.stopped() {
 			return
 		}
+		next := time.Now().Add(f.cfg.Pace)
 		c, err := d.Dial("tcp", f.cfg.Addr)
 		if err != nil {
 			f.failed.Add(1)
@@ -82,7 +94,14 @@ func (f *Flood) run(deadline time.Time) {
 			continue
 		}
 		f.opened.Add(1)
-		f.abuse(c, n%2 == 0, deadline)
+		f.abuse(c, n%int64(f.cfg.GarbageEvery) == 0, deadline)
+		if wait := time.Until(next); wait > 0 {
+			select {
+			case <-f.stop:
+				return
+			case <-time.After(wait):
+			}
+		}
 	}
 }
 

@@ -32,6 +32,18 @@ type Cluster interface {
 	// Skew shifts node i's clock by offset (0 undoes it); ErrUnsupported
 	// for a cluster of processes sharing the host's clock.
 	Skew(i int, offset time.Duration) error
+	// CutOneWay stops node from opening connections to node to, silently
+	// (those it had hang), while to's connections to from carry on. Heal
+	// undoes it.
+	CutOneWay(from, to int) error
+	// Flood starts a stranger flooding node i's peer port with idle and
+	// garbage connections from one address; stop ends it and describes
+	// what it did (and what it cost the node, where that can be read).
+	Flood(i int) (stop func() string, err error)
+	// Expiries returns every session a node expired (its leader decided
+	// the session had timed out), when, by the real clock; ErrUnsupported
+	// where that cannot be read.
+	Expiries() ([]ServerExpiry, error)
 	// Digests returns each node's tree digest, such as "digest@zxid" from
 	// the admin HTTP /commands/digest; equal strings mean equal trees.
 	Digests() ([]string, error)
@@ -40,3 +52,10 @@ type Cluster interface {
 // ErrUnsupported is returned by a Cluster for a fault it cannot inject;
 // the schedule then leaves that kind out.
 var ErrUnsupported = errors.New("nemesis: fault not supported by this cluster")
+
+// ServerExpiry is a session a node expired, and when it decided to.
+type ServerExpiry struct {
+	Node    int
+	Session int64
+	At      time.Time
+}

@@ -1,6 +1,11 @@
 package nemesis
 
-import "time"
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
 
 // Config sets the schedule and the workloads. Zero fields take the
 // defaults shown, which suit a three-node ensemble with tickTime 500ms and
@@ -11,6 +16,8 @@ type Config struct {
 	Seed uint64
 	// Faults is how many faults to inject (8).
 	Faults int
+	// Kinds, when set, limits the schedule to these kinds of fault.
+	Kinds []Kind
 	// MaxDuration bounds the fault schedule (Faults × 40s).
 	MaxDuration time.Duration
 
@@ -36,6 +43,12 @@ type Config struct {
 	// SkewBy and SkewFor are the clock offset and how long it lasts
 	// (1m and 3s).
 	SkewBy, SkewFor time.Duration
+	// OneWayFor is how long a one-way cut lasts: longer than the session
+	// timeout, so the cut follower's clients must move (6s).
+	OneWayFor time.Duration
+	// FloodFor is how long a peer flood goes on after the leader it
+	// overlaps was restarted (3s).
+	FloodFor time.Duration
 
 	// LockClients take the fenced fair lock (3).
 	LockClients int
@@ -85,6 +98,8 @@ func (c Config) withDefaults() Config {
 	dur(&c.PartitionFor, 3*time.Second)
 	dur(&c.SkewBy, time.Minute)
 	dur(&c.SkewFor, 3*time.Second)
+	dur(&c.OneWayFor, max(6*time.Second, c.SessionTimeout*3/2))
+	dur(&c.FloodFor, 3*time.Second)
 	def(&c.LockClients, 3)
 	def(&c.Pipelines, 2)
 	def(&c.PipelineWindow, 32)
@@ -102,4 +117,20 @@ func (c Config) withDefaults() Config {
 		c.Logf = func(string, ...any) {}
 	}
 	return c
+}
+
+// ParseKinds reads a comma-separated list of fault kinds ("" for all).
+func ParseKinds(list string) ([]Kind, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var out []Kind
+	for _, name := range strings.Split(list, ",") {
+		k := Kind(strings.TrimSpace(name))
+		if !slices.Contains(Kinds, k) {
+			return nil, fmt.Errorf("unknown fault kind %q (kinds: %v)", k, Kinds)
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }

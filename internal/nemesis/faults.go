@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -23,11 +24,20 @@ const (
 	PartitionFollower Kind = "partition-follower" // the same to a follower
 	KillLeaderInChurn Kind = "kill-leader-churn"  // leader kill while sessions are being opened on followers
 	SkewClock         Kind = "clock-skew"         // a node's clock jumps, then comes back
+	// OneWayCut: a follower can no longer open connections to the leader
+	// (and those it had hang), while the leader's connections to it carry
+	// on, for longer than a session timeout: its clients must move.
+	OneWayCut Kind = "oneway-cut"
+	// PeerFlood: a stranger floods a follower's peer port with idle and
+	// garbage connections from one address, and meanwhile the leader is
+	// killed and restarted, so the flooded node may have to win an
+	// election and take its peers' connections through the flood.
+	PeerFlood Kind = "peer-flood"
 )
 
 // Kinds lists every fault kind, in report order.
 var Kinds = []Kind{KillLeader, KillFollower, PauseLeader, PauseFollower,
-	PartitionLeader, PartitionFollower, KillLeaderInChurn, SkewClock}
+	PartitionLeader, PartitionFollower, KillLeaderInChurn, SkewClock, OneWayCut, PeerFlood}
 
 func (k Kind) onLeader() bool {
 	return k == KillLeader || k == PauseLeader || k == PartitionLeader || k == KillLeaderInChurn
@@ -50,6 +60,9 @@ type faultRecord struct {
 // ErrUnsupported is dropped.
 func (r *runner) schedule(ctx context.Context) {
 	supported := slices.Clone(Kinds)
+	if len(r.cfg.Kinds) > 0 {
+		supported = slices.Clone(r.cfg.Kinds)
+	}
 	var deck []Kind
 	deadline := time.Now().Add(r.cfg.MaxDuration)
 	for n := 0; n < r.cfg.Faults; {
@@ -133,6 +146,37 @@ func (r *runner) inject(ctx context.Context, kind Kind) (faultRecord, error) {
 		stop := r.burst(ctx)
 		err = r.killRestart(target)
 		stop()
+	case OneWayCut:
+		if leader < 0 {
+			return rec, fmt.Errorf("no leader to cut node %d from", target)
+		}
+		if err = r.c.CutOneWay(target, leader); err != nil {
+			return rec, err
+		}
+		hold(r.cfg.OneWayFor)
+		err = r.c.Heal()
+	case PeerFlood:
+		var stop func() string
+		if stop, err = r.c.Flood(target); err != nil {
+			return rec, err
+		}
+		hold(time.Second) // the flood is under way before the election
+		if leader >= 0 {
+			err = r.killRestart(leader)
+		}
+		hold(r.cfg.FloodFor)
+		// Under the flood every member still takes writes: the
+		// flooded one, and those that must reach it if it now leads.
+		var took []string
+		for i := range r.c.Size() {
+			start := time.Now()
+			if werr := r.writeThrough(ctx, i, floodWriteLimit); werr != nil {
+				r.problem("during the flood of node %d (leader now: %d): %v", target, r.c.Leader(), werr)
+			}
+			took = append(took, time.Since(start).Round(time.Millisecond).String())
+		}
+		r.logf("flood of node %d (leader now: %d; a write through each node took %s): %s",
+			target, r.c.Leader(), strings.Join(took, ", "), stop())
 	case SkewClock:
 		offset := r.cfg.SkewBy
 		if r.rng.IntN(2) == 0 {
@@ -227,4 +271,33 @@ func (r *runner) waitWritable(ctx context.Context, limit time.Duration) (time.Du
 		}
 	}
 	return time.Since(start), false
+}
+
+// floodWriteLimit bounds a write through one node during a peer flood:
+// a session, an election already over, a forward.
+const floodWriteLimit = 5 * time.Second
+
+// writeThrough opens a session on node i alone and retries a write
+// through it until one succeeds or limit passes.
+func (r *runner) writeThrough(ctx context.Context, i int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	s, err := dialZK(ctx, "probe", []string{r.addrs[i]}, r.cfg.SessionTimeout, limit)
+	if err != nil {
+		return fmt.Errorf("no session on node %d: %w", i, err)
+	}
+	defer s.Close()
+	p := r.cfg.Root + "/probe"
+	for attempt := 0; attempt < 1000; attempt++ {
+		err = Call(ctx, max(time.Until(deadline), time.Millisecond), func() error {
+			_, err := s.conn.Set(p, fmt.Appendf(nil, "node %d", i), -1)
+			return err
+		})
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || !pause(ctx, 50*time.Millisecond) {
+			break
+		}
+	}
+	return fmt.Errorf("no write through node %d within %v: %w", i, limit, err)
 }

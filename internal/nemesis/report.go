@@ -38,6 +38,13 @@ type Report struct {
 	// ZooKeeper makes too.
 	SessionsExpired, SessionsExpiredAllowed map[string]int
 	ChurnSessions                           int
+	// ServerExpiries counts the workloads' sessions a node expired, and
+	// ExpiredWhileAnswered those whose client had been answered less than
+	// a third of a timeout before (must be 0): a follower vouched for a
+	// client the leader no longer heard. ServerExpiriesChecked is false
+	// where the cluster cannot say what it expired.
+	ServerExpiries, ExpiredWhileAnswered int
+	ServerExpiriesChecked                bool
 
 	LockAcquisitions int
 	DoubleHolders    int // overlapping critical sections (must be 0)
@@ -79,6 +86,7 @@ func (r *Report) Err() error {
 	if n := sum(r.SessionsExpired); n > 0 {
 		v = append(v, fmt.Sprintf("sessions wrongly expired: %d (%s)", n, byName(r.SessionsExpired)))
 	}
+	add(r.ExpiredWhileAnswered > 0, "sessions expired while their client was being answered: %d of %d expired", r.ExpiredWhileAnswered, r.ServerExpiries)
 	add(r.OrderViolations > 0, "session order violations: %d", r.OrderViolations)
 	add(r.DoubleHolders > 0, "lock held by two clients at once: %d times", r.DoubleHolders)
 	add(r.FenceConflicts > 0, "fenced writes refused or overtaken under the lock: %d", r.FenceConflicts)
@@ -173,6 +181,12 @@ func (r *Report) String() string {
 	row(r.OrderViolations == 0, "order violations", "%d", r.OrderViolations)
 	row(r.LiveWronglyExpired == 0, "live sessions wrongly expired", "%d of %d", r.LiveWronglyExpired, r.LiveSessions)
 	row(sum(r.SessionsExpired) == 0, "sessions wrongly expired", "%s (%d churn sessions opened)", byName(r.SessionsExpired), r.ChurnSessions)
+	if r.ServerExpiriesChecked {
+		row(r.ExpiredWhileAnswered == 0, "expired while answered", "%d of %d sessions the nodes expired (client answered within a third of a timeout before)",
+			r.ExpiredWhileAnswered, r.ServerExpiries)
+	} else {
+		info("expired while answered", "not checked: the cluster does not say what it expired")
+	}
 	if n := sum(r.SessionsExpiredAllowed); n > 0 {
 		info("expired after a long silence", "%s (allowed: no server heard for half a timeout or more)", byName(r.SessionsExpiredAllowed))
 	}

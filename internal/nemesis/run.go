@@ -295,6 +295,7 @@ func (r *runner) check(ctx context.Context) {
 	rep.ChurnSessions = r.churn.opened
 	r.churn.mu.Unlock()
 
+	r.checkServerExpiries()
 	r.closeSessions()
 	r.checkDigests(ctx)
 

@@ -154,6 +154,7 @@ type churnWorkload struct {
 	mu       sync.Mutex // guards the fields below
 	opened   int
 	expiries []expiry
+	closed   map[int64]time.Time // sessions closed, and when their client last heard from a server
 }
 
 // pick returns a follower's address when the leader is known, else any.
@@ -182,8 +183,13 @@ func (cw *churnWorkload) run(ctx context.Context, name string, rest time.Duratio
 				return err
 			})
 			s.Close()
+			id, heard := s.LastHeard()
 			cw.mu.Lock()
 			cw.expiries = append(cw.expiries, s.Expiries()...)
+			if cw.closed == nil {
+				cw.closed = make(map[int64]time.Time)
+			}
+			cw.closed[id] = heard
 			cw.mu.Unlock()
 		}
 		if rest > 0 && !pause(ctx, rest/2+rand.N(rest)) {

@@ -114,6 +114,18 @@ func (s *zkSession) Expiries() []expiry {
 	return append([]expiry(nil), s.expiries...)
 }
 
+// LastHeard returns the session the client has (or last had) and the
+// last time it heard from a server, on this connection or an earlier one.
+func (s *zkSession) LastHeard() (int64, time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ns := max(s.heardPrev, s.heardNow.Load())
+	if ns == 0 {
+		return s.lastID, time.Time{}
+	}
+	return s.lastID, time.Unix(0, ns)
+}
+
 // FirstID returns the first session id the client was given.
 func (s *zkSession) FirstID() int64 {
 	s.mu.Lock()

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,16 +13,15 @@ import (
 
 func TestLatencyStats(t *testing.T) {
 	tests := []struct {
-		samples          []int64
-		lo, hi           int64
-		avg              float64
-		avgText, srvText string
+		samples []int64
+		lo, hi  int64
+		avg     float64
 	}{
-		{nil, 0, 0, 0, "0.0", "0/0.0/0"},
-		{[]int64{4}, 4, 4, 4, "4.0", "4/4.0/4"},
-		{[]int64{1, 2}, 1, 2, 1.5, "1.5", "1/1.5/2"},
-		{[]int64{0, 0, 1}, 0, 1, 0.3333, "0.3333", "0/0.3333/1"},
-		{[]int64{10, 0, 5, 7}, 0, 10, 5.5, "5.5", "0/5.5/10"},
+		{nil, 0, 0, 0},
+		{[]int64{4}, 4, 4, 4},
+		{[]int64{1, 2}, 1, 2, 1.5},
+		{[]int64{0, 0, 1}, 0, 1, 0.3333},
+		{[]int64{10, 0, 5, 7}, 0, 10, 5.5},
 	}
 	for _, tc := range tests {
 		l := newLatencyStats()
@@ -31,34 +29,13 @@ func TestLatencyStats(t *testing.T) {
 			l.add(s)
 		}
 		lo, avg, hi := l.read()
-		if lo != tc.lo || hi != tc.hi || avg != tc.avg || javaDouble(avg) != tc.avgText {
-			t.Errorf("%v: got %d/%v(%s)/%d, want %d/%v(%s)/%d", tc.samples, lo, avg, javaDouble(avg), hi, tc.lo, tc.avg, tc.avgText, tc.hi)
+		if lo != tc.lo || hi != tc.hi || avg != tc.avg {
+			t.Errorf("%v: got %d/%v/%d, want %d/%v/%d", tc.samples, lo, avg, hi, tc.lo, tc.avg, tc.hi)
 		}
 		l.reset()
 		if lo, avg, hi := l.read(); lo != 0 || avg != 0 || hi != 0 {
 			t.Errorf("%v: after reset %d/%v/%d", tc.samples, lo, avg, hi)
 		}
-	}
-}
-
-func TestJavaFormats(t *testing.T) {
-	for _, tc := range []struct {
-		f    float64
-		want string
-	}{{0, "0.0"}, {1, "1.0"}, {2.5, "2.5"}, {1234567, "1234567.0"}, {1e7, "1.0E7"}, {0.0001, "1.0E-4"}, {math.Round(10.0/3*1e4) / 1e4, "3.3333"}} {
-		if got := javaDouble(tc.f); got != tc.want {
-			t.Errorf("javaDouble(%v) = %q, want %q", tc.f, got, tc.want)
-		}
-	}
-	// Java's HashMap of 16 buckets puts these in this order (bucket
-	// index (h ^ h>>>16) & 15 of String.hashCode).
-	got := javaHashOrder([]string{"/b", "/a", "/zookeeper", "/c"})
-	want := []string{"/a", "/b", "/c", "/zookeeper"}
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("javaHashOrder = %v, want %v", got, want)
-	}
-	if s := javaDate(time.Date(2026, 11, 23, 14, 14, 28, 0, time.UTC)); s != "Mon Nov 23 14:14:28 UTC 2026" {
-		t.Errorf("javaDate = %q", s)
 	}
 }
 
@@ -159,36 +136,4 @@ func sessionLine(t *testing.T, cons string, session int64) string {
 	}
 	t.Fatalf("no cons line for session 0x%x in:\n%s", session, cons)
 	return ""
-}
-
-// TestFourLetterWhitelistDefault: every word on a loopback-only client
-// port; on any other address only the safe ones, srvr always.
-func TestFourLetterWhitelistDefault(t *testing.T) {
-	for _, tc := range []struct {
-		listen string
-		on     []string
-		off    []string
-	}{
-		{"127.0.0.1:2181", []string{"ruok", "srvr", "mntr", "dump", "envi", "wchc", "crst"}, nil},
-		{"localhost:2181", []string{"dump", "envi"}, nil},
-		{"[::1]:2181", []string{"dump"}, nil},
-		{":2181", []string{"ruok", "srvr", "isro"}, []string{"mntr", "dump", "envi", "wchc", "wchp", "cons", "crst", "srst", "conf"}},
-		{"0.0.0.0:2181", []string{"srvr"}, []string{"dump"}},
-		{"10.1.2.3:2181", []string{"ruok"}, []string{"envi"}},
-	} {
-		words := enabledWords(Config{ListenAddr: tc.listen})
-		for _, w := range tc.on {
-			if !words[w] {
-				t.Errorf("%s: %s is off", tc.listen, w)
-			}
-		}
-		for _, w := range tc.off {
-			if words[w] {
-				t.Errorf("%s: %s is on", tc.listen, w)
-			}
-		}
-	}
-	if w := enabledWords(Config{ListenAddr: "127.0.0.1:1", FourLetterWords: []string{"ruok"}}); !w["srvr"] || w["mntr"] {
-		t.Errorf("explicit list: %v", w)
-	}
 }

@@ -1,0 +1,120 @@
+package monitor
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// AdminHandler serves ZooKeeper's AdminServer commands under /commands/
+// (by name or alias, JSON answers as in ZooKeeper 3.8), hutch's own, GET
+// /commands, the list, and the membership changes.
+func (m *Monitor) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /commands", func(w http.ResponseWriter, _ *http.Request) {
+		var names []string
+		for i := range registry {
+			if c := &registry[i]; c.change == nil {
+				names = append(names, c.names[0])
+			}
+		}
+		slices.Sort(names)
+		w.Header().Set("Content-Type", "text/html")
+		for _, n := range names {
+			fmt.Fprintf(w, "<a href=\"/commands/%s\">%s</a>\n<br/>\n", n, n)
+		}
+	})
+	mux.HandleFunc("GET /commands/{name}", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		cmd := m.byName[name]
+		if cmd == nil {
+			// ZooKeeper answers an unknown command with 200 and an error.
+			adminReply(w, http.StatusOK, map[string]any{"command": name, "error": "Unknown command: " + name})
+			return
+		}
+		adminReply(w, http.StatusOK, m.run(cmd))
+	})
+	for i := range registry {
+		if c := &registry[i]; c.change != nil {
+			mux.HandleFunc(c.method+" /commands/"+c.path, m.changeHandler(c))
+		}
+	}
+	return mux
+}
+
+// run answers cmd as JSON.
+func (m *Monitor) run(cmd *command) map[string]any {
+	out := map[string]any{}
+	v := m.take(cmd.needs)
+	if cmd.serving && !v.Serving {
+		out["error"] = strings.TrimSuffix(notServingText, "\n")
+	} else {
+		if cmd.do != nil {
+			cmd.do(m.src)
+		}
+		if cmd.json != nil {
+			cmd.json(out, v)
+		}
+	}
+	out["command"] = cmd.names[0]
+	if _, ok := out["error"]; !ok {
+		out["error"] = nil
+	}
+	return out
+}
+
+// changeHandler serves a membership change: an authenticated JSON
+// request. Requiring a header and a JSON body means no page in a browser
+// can make one (a cross-site form cannot set either without a preflight).
+func (m *Monitor) changeHandler(cmd *command) http.HandlerFunc {
+	name := cmd.names[0]
+	return func(w http.ResponseWriter, r *http.Request) {
+		if cmd.token {
+			if status, err := m.authorize(r); err != nil {
+				adminReply(w, status, map[string]any{"command": name, "error": err.Error()})
+				return
+			}
+		}
+		var req memberRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil || !cmd.valid(req, m.cfg.MaxMemberID) {
+			adminReply(w, http.StatusBadRequest, map[string]any{"command": name, "error": `want a JSON body {"id": N, "addr": "host:port"}`})
+			return
+		}
+		if err := cmd.change(m.src, req); err != nil {
+			adminReply(w, http.StatusConflict, map[string]any{"command": name, "error": err.Error()})
+			return
+		}
+		adminReply(w, http.StatusOK, map[string]any{"command": name, "id": req.ID, "addr": req.Addr, "error": nil})
+	}
+}
+
+// authorize checks a state-changing admin request: the configured token
+// as a bearer token, and a JSON body.
+func (m *Monitor) authorize(r *http.Request) (int, error) {
+	token := m.cfg.AdminToken
+	if token == "" {
+		return http.StatusForbidden, errors.New("membership changes are disabled: no admin token is configured")
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+		return http.StatusUnauthorized, errors.New("a valid Authorization: Bearer token is required")
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return http.StatusUnsupportedMediaType, errors.New("the body must be application/json")
+	}
+	return 0, nil
+}
+
+func adminReply(w http.ResponseWriter, status int, v map[string]any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,502 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hutchzk/hutch/zkdb"
+)
+
+// Role is a node's part in its ensemble.
+type Role uint8
+
+// The roles. Standalone is a single node that replicates nothing; its
+// server orders writes itself.
+const (
+	Standalone Role = iota
+	Leader
+	Follower
+)
+
+// String is the role as srvr's Mode line says it.
+func (r Role) String() string {
+	switch r {
+	case Leader:
+		return "leader"
+	case Follower:
+		return "follower"
+	}
+	return "standalone"
+}
+
+// Events is what a Node tells the server it replicates for. The methods
+// are called from the Node's goroutines and must not block for long.
+type Events interface {
+	// Failed says the commands this node proposed under seqs will never
+	// apply, or may have and cannot be known to: their writers must be
+	// told as ZooKeeper tells of connection loss.
+	Failed(seqs []uint64)
+	// Stranded says every command this node proposed up to seq upTo that
+	// has not applied by now never will: it died with an old leader.
+	Stranded(upTo uint64)
+	// Serving says whether clients may be served: false once no leader
+	// has been known for two election timeouts, true when one is again.
+	Serving(ok bool)
+	// Vouch says, on a follower, when the newest report of its clients'
+	// activity that reached the leader was sent; a client whose session
+	// timeout's third has passed since (and since it attached) must be
+	// dropped, before the leader could expire its session.
+	Vouch(reached time.Time)
+}
+
+// Node is a server's replication wing: it puts the commands the server
+// proposes into the Raft log (batched, and forwarded in order to the
+// leader from a follower), follows elections, takes over session expiry
+// when it wins, reports the server's client activity to the leader and
+// says how recently the leader heard it, and answers how far to catch up
+// for sync. The server keeps who waits for each command; it hears back
+// through the DB (the command applies) or through Events.
+type Node struct {
+	store  *Store
+	cfg    Config
+	db     *zkdb.DB
+	events Events
+
+	// in carries proposals from Propose to run; outbox encoded batches
+	// from run to forwardLoop, in order.
+	in     chan proposed
+	outbox chan forwardBatch
+	// stopped is closed when run returns, so late proposers never block.
+	stopped chan struct{}
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	// ready is the term in which this node leads with every session's
+	// timer started afresh; 0 while it does not lead.
+	ready atomic.Uint64
+	// lastSeq is the newest proposal handed to the leader: on a change of
+	// leader, those up to it not applied once caught up are stranded.
+	lastSeq atomic.Uint64
+	// forwarded counts commands sent to another node to be logged.
+	forwarded atomic.Int64
+
+	touchMu  sync.Mutex         // guards touchSet
+	touchSet map[int64]struct{} // sessions active here since the last report that reached the leader
+	// vouchedAt (unix nanos, real time) is when the newest activity
+	// report that reached the leader was sent: every touch recorded
+	// before it has been heard there. On the leader it is refreshed every
+	// poll, its own clients touching its timers directly.
+	vouchedAt atomic.Int64
+	// reportsFailing is set while reports fail, so the failure is logged
+	// as a warning once, not at every attempt.
+	reportsFailing atomic.Bool
+}
+
+// proposed is one command on its way into a batch, and the size of the
+// client request it came from.
+type proposed struct {
+	cmd  zkdb.Command
+	size int
+}
+
+// forwardBatch is one batch of encoded commands and the sequence numbers
+// of its proposals.
+type forwardBatch struct {
+	commands []byte
+	seqs     []uint64
+}
+
+// maxBatch and maxBatchBytes bound one batch of proposals; MaxBatchBytes
+// is also what a forwarded frame must hold.
+const (
+	maxBatch      = 256
+	MaxBatchBytes = 4 << 20
+)
+
+// leaderPoll is how often the node looks at Raft's state, and how often a
+// forward waiting for a leader tries again. Raft runs on real time, so
+// this does too.
+const leaderPoll = 20 * time.Millisecond
+
+// StrandedTimeout bounds how long the node waits to catch up with a new
+// leader before it gives up on writes the old one took.
+const StrandedTimeout = 10 * time.Second
+
+// OpenNode starts replicating into db: it opens the Raft store (see Open)
+// and starts the node's loops, which run until Close.
+func OpenNode(cfg Config, db *zkdb.DB, events Events) (*Node, error) {
+	store, err := Open(cfg, db)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &Node{
+		store:    store,
+		cfg:      store.Config(),
+		db:       db,
+		events:   events,
+		in:       make(chan proposed, 4*maxBatch),
+		outbox:   make(chan forwardBatch, 64),
+		stopped:  make(chan struct{}),
+		cancel:   cancel,
+		touchSet: make(map[int64]struct{}),
+	}
+	n.wg.Go(func() { n.run(ctx) })
+	n.wg.Go(func() { n.forwardLoop(ctx) })
+	n.wg.Go(func() { n.watchLeadership(ctx) })
+	n.wg.Go(func() { n.reportTouches(ctx) })
+	return n, nil
+}
+
+// Close stops the node's loops and Raft. Proposals not yet applied never
+// will be; the caller gives up on them.
+func (n *Node) Close() error {
+	n.cancel()
+	n.wg.Wait()
+	return n.store.Close()
+}
+
+// Store is the Raft store underneath, for statistics and tests.
+func (n *Node) Store() *Store { return n.store }
+
+// Propose queues a command (Origin and Seq set by the caller, who waits
+// for it to apply) for the log, size being its client request's. It
+// reports false once the node has stopped.
+func (n *Node) Propose(cmd zkdb.Command, size int) bool {
+	select {
+	case n.in <- proposed{cmd: cmd, size: size}:
+		return true
+	case <-n.stopped:
+		return false
+	}
+}
+
+// run batches proposals, encodes each batch and hands it to forwardLoop.
+func (n *Node) run(ctx context.Context) {
+	defer close(n.stopped)
+	batch := make([]proposed, 0, maxBatch)
+	cmds := make([]zkdb.Command, 0, maxBatch)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case p := <-n.in:
+			batch = append(batch[:0], p)
+		}
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case p := <-n.in:
+				batch = append(batch, p)
+			default:
+				break more
+			}
+		}
+		for rest := batch; len(rest) > 0; {
+			// Cut at MaxBatchBytes of requests: the leader bounds a frame.
+			cmds = cmds[:0]
+			var seqs []uint64
+			size := 0
+			for len(rest) > 0 && (len(cmds) == 0 || size+rest[0].size <= MaxBatchBytes) {
+				cmds = append(cmds, rest[0].cmd)
+				seqs = append(seqs, rest[0].cmd.Seq)
+				size += rest[0].size
+				rest = rest[1:]
+			}
+			enc, err := zkdb.AppendCommands(nil, cmds)
+			if err != nil {
+				// A request that does not encode is a bug; its writers lose
+				// their connections rather than the node its loop.
+				n.cfg.Logger.Error("cannot encode writes", "err", err)
+				n.events.Failed(seqs)
+				continue
+			}
+			select {
+			case n.outbox <- forwardBatch{commands: enc, seqs: seqs}:
+			case <-ctx.Done():
+				return
+			}
+		}
+		clear(batch)
+		clear(cmds)
+	}
+}
+
+// forwardLoop hands batches to the leader one after another, so this
+// node's writes enter the log in the order they were proposed.
+func (n *Node) forwardLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case fb := <-n.outbox:
+			n.forward(ctx, fb)
+		}
+	}
+}
+
+// forward hands one batch to the leader. While an election is under way
+// (no leader known, the node asked has just stepped down, or it cannot be
+// dialled because it died) nothing was taken, so it waits for the next
+// leader and tries again, up to the leaderless limit, rather than fail
+// the writes and send their clients to another node that waits for the
+// same election. Any other failure leaves the outcome unknown: the
+// writers are failed, as ZooKeeper's are when their leader dies, and a
+// later write of theirs can never commit ahead of these (the DB refuses
+// writes out of their connection's order).
+func (n *Node) forward(ctx context.Context, fb forwardBatch) {
+	n.lastSeq.Store(max(n.lastSeq.Load(), fb.seqs[len(fb.seqs)-1]))
+	deadline := time.Now().Add(n.LeaderlessLimit())
+	for {
+		// Forward appends locally on the leader; only writes sent to
+		// another node count as forwarded (a leadership change between
+		// the two calls may miscount one batch).
+		remote := !n.store.IsLeader()
+		callCtx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
+		err := n.store.Forward(callCtx, fb.commands)
+		cancel()
+		if err == nil {
+			if remote {
+				n.forwarded.Add(int64(len(fb.seqs)))
+			}
+			return
+		}
+		retry := errors.Is(err, ErrNoLeader) || errors.Is(err, ErrNotLeader) || errors.Is(err, ErrUnreachable)
+		if !retry || time.Now().After(deadline) || ctx.Err() != nil {
+			n.cfg.Logger.Warn("forwarding writes failed", "err", err, "writes", len(fb.seqs))
+			n.events.Failed(fb.seqs)
+			return
+		}
+		t := time.NewTimer(leaderPoll)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+}
+
+// LeaderlessLimit is how long a node goes without a known leader before
+// it stops serving clients: two election timeouts, time enough for an
+// ordinary election. It also bounds how long a follower vouches for a
+// client without a report reaching the leader.
+func (n *Node) LeaderlessLimit() time.Duration { return 2 * n.cfg.ElectionTimeout }
+
+// watchLeadership follows Raft's view of the leader. It stops serving
+// clients while no leader is known (like a ZooKeeper follower that lost
+// its leader, so clients move to the majority), gives up on writes that
+// died with an old leader, has the server drop the clients the leader no
+// longer hears of, and takes over session expiry when this node wins an
+// election: only after a barrier (so the state holds everything the old
+// leader committed) and after starting every session's timer afresh.
+func (n *Node) watchLeadership(ctx context.Context) {
+	var stranded sync.WaitGroup
+	defer stranded.Wait()
+	poll := time.NewTicker(leaderPoll)
+	defer poll.Stop()
+	leaderSeen := time.Now()
+	var lastLeader uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+		}
+		now := time.Now()
+		if id, _ := n.store.Leader(); id != 0 {
+			leaderSeen = now
+			n.events.Serving(true)
+			if lastLeader != 0 && id != lastLeader {
+				upTo := n.lastSeq.Load()
+				stranded.Go(func() { n.strand(ctx, upTo) })
+			}
+			lastLeader = id
+		} else if now.Sub(leaderSeen) > n.LeaderlessLimit() {
+			n.events.Serving(false)
+		}
+
+		if !n.store.IsLeader() {
+			n.events.Vouch(n.Vouched())
+			if n.ready.Swap(0) != 0 {
+				// Forget the sessions this node was closing: whether
+				// those closes hold is the next leader's business.
+				n.db.ResetTimers(n.cfg.Clock.Now())
+				n.cfg.Logger.Info("raft leadership lost", "node", n.cfg.NodeID)
+			}
+			continue
+		}
+		n.vouchedAt.Store(now.UnixNano())
+		term := n.store.Term()
+		if n.ready.Load() == term {
+			continue
+		}
+		n.ready.Store(0)
+		if err := n.store.Barrier(n.cfg.ElectionTimeout); err != nil || !n.store.IsLeader() || n.store.Term() != term {
+			continue // lost it again, or not yet: try on the next poll
+		}
+		n.db.ResetTimers(n.cfg.Clock.Now())
+		n.ready.Store(term)
+		n.cfg.Logger.Info("raft leadership gained", "node", n.cfg.NodeID, "term", term)
+	}
+}
+
+// Leading reports whether this node owns expiry: it leads, in the term
+// whose takeover watchLeadership completed.
+func (n *Node) Leading() (uint64, bool) {
+	term := n.ready.Load()
+	return term, term != 0 && n.store.IsLeader() && n.store.Term() == term
+}
+
+// strand waits until this node has applied all the new leader has, then
+// says that its writes up to upTo that the old leader took but that died
+// with it never will apply. Without this they would hold their sessions
+// (and any lock they were releasing) until the server gave up on them.
+func (n *Node) strand(ctx context.Context, upTo uint64) {
+	ctx, cancel := context.WithTimeout(ctx, StrandedTimeout)
+	defer cancel()
+	if err := n.store.WaitApplied(ctx); err != nil {
+		return // the server's own proposal timeout still bounds them
+	}
+	n.events.Stranded(upTo)
+}
+
+// Touched records client activity on a session, for the next report.
+func (n *Node) Touched(id int64) {
+	n.touchMu.Lock()
+	n.touchSet[id] = struct{}{}
+	n.touchMu.Unlock()
+}
+
+// Vouched returns when this node last showed that the leader hears its
+// clients (zero if never).
+func (n *Node) Vouched() time.Time {
+	if ns := n.vouchedAt.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
+// reportTouches tells the leader, which owns session expiry, which
+// sessions this node's clients were active on, and so vouches for them.
+// A follower reports every ReportInterval, sessions or none: a report
+// that comes back proves the leader hears this node, and only that (not
+// Raft's last contact, which the leader's own appends keep fresh even
+// when nothing of ours reaches it) lets it keep answering its clients. A
+// failed report's sessions are carried into the next. It runs on real
+// time, like the network it measures.
+func (n *Node) reportTouches(ctx context.Context) {
+	t := time.NewTicker(n.cfg.ReportInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n.report(ctx)
+	}
+}
+
+func (n *Node) report(ctx context.Context) {
+	sent := time.Now()
+	n.touchMu.Lock()
+	ids := make([]int64, 0, len(n.touchSet))
+	for id := range n.touchSet {
+		ids = append(ids, id)
+	}
+	clear(n.touchSet)
+	n.touchMu.Unlock()
+	if n.store.IsLeader() {
+		return // its clients touched its timers directly
+	}
+	callCtx, cancel := context.WithTimeout(ctx, max(2*n.cfg.ReportInterval, 100*time.Millisecond))
+	err := n.store.ReportTouches(callCtx, ids)
+	cancel()
+	if err != nil {
+		n.touchMu.Lock()
+		for _, id := range ids {
+			n.touchSet[id] = struct{}{}
+		}
+		n.touchMu.Unlock()
+		if ctx.Err() == nil && !n.reportsFailing.Swap(true) {
+			n.cfg.Logger.Warn("reporting session activity to the leader failed: this node's clients will be dropped unless a report gets through",
+				"err", err, "sessions", len(ids), "last_reached", n.Vouched())
+		}
+		return
+	}
+	n.vouchedAt.Store(sent.UnixNano())
+	if n.reportsFailing.Swap(false) {
+		n.cfg.Logger.Info("session activity reaches the leader again")
+	}
+}
+
+// CatchUp returns once this node has applied every write the leader had
+// committed when it was called (sync), or fails after StrandedTimeout.
+func (n *Node) CatchUp(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, StrandedTimeout)
+	defer cancel()
+	return n.store.WaitApplied(ctx)
+}
+
+// Role is this node's part now: leader or follower.
+func (n *Node) Role() Role {
+	if n.store.IsLeader() {
+		return Leader
+	}
+	return Follower
+}
+
+// Info describes this node's place in its ensemble.
+type Info struct {
+	Role       Role
+	NodeID     uint64
+	LeaderID   uint64 // 0 when no leader is known
+	LeaderAddr string
+	Term       uint64
+	Members    []Member
+	// LastContact is the leader's last contact with a follower (zero on
+	// the leader); Vouched when the leader last heard of its clients.
+	LastContact, Vouched time.Time
+	// Raft holds hashicorp/raft's statistics (commit_index,
+	// applied_index, last_log_index, ...) plus this node's own.
+	Raft map[string]string
+	// DataDir is where the log and snapshots live; "" in memory.
+	DataDir string
+	// Forwarded counts the writes sent to the leader from this node.
+	Forwarded int64
+}
+
+// Info reports the node's place in its ensemble.
+func (n *Node) Info() Info {
+	st := n.store
+	id, addr := st.Leader()
+	in := Info{
+		Role:       n.Role(),
+		NodeID:     n.cfg.NodeID,
+		LeaderID:   id,
+		LeaderAddr: addr,
+		Term:       st.Term(),
+		Raft:       st.Stats(),
+		DataDir:    n.cfg.DataDir,
+		Forwarded:  n.Forwarded(),
+		Vouched:    n.Vouched(),
+	}
+	if in.Role != Leader {
+		in.LastContact = st.LastContact()
+	}
+	in.Members, _ = st.Members()
+	return in
+}
+
+// Forwarded counts the writes this node has sent to another node, the
+// leader, to be logged.
+func (n *Node) Forwarded() int64 { return n.forwarded.Load() }
+
+// AddMember adds a voting member. Leader only.
+func (n *Node) AddMember(id uint64, addr string) error { return n.store.AddVoter(id, addr) }
+
+// RemoveMember removes a member. Leader only.
+func (n *Node) RemoveMember(id uint64) error { return n.store.RemoveServer(id) }

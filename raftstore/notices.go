@@ -1,0 +1,201 @@
+package raftstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Commit notices. hashicorp/raft tells a follower that entries committed
+// only with its next append to it, or after CommitTimeout without one: a
+// follower whose client waits for its own write, a watch event or a sync
+// would wait for that, or for an entry appended (and fsynced on every
+// node) only to carry the commit index. Instead each follower keeps one
+// question open on the forwarding channel, "tell me when you have applied
+// past index n", and the leader answers with the newest entry it applied,
+// (index, term), as soon as there is one. An applied entry is committed,
+// so once the follower's own log holds an entry of that index and term it
+// holds, by Raft's log matching, every committed entry up to it, and
+// applies them (fsm.applyCommitted) without waiting for Raft to say so.
+// Nothing is logged or fsynced for a notice, and an idle leader answers
+// nothing but a question that has waited noticeWait.
+
+// noticeWait is how long the leader keeps a question open before it
+// answers with what it has, so a follower notices a dead leader.
+const noticeWait = 5 * time.Second
+
+// notice is a committed entry: its index and term.
+type notice struct{ index, term uint64 }
+
+// notices is a follower's side: the newest notice heard, and the applier
+// it wakes, together with every entry stored in the log.
+type notices struct {
+	mu     sync.Mutex // guards latest
+	latest notice
+	kick   chan struct{} // capacity 1: there is something to look at
+}
+
+func newNotices() *notices { return &notices{kick: make(chan struct{}, 1)} }
+
+// heard records a notice and wakes the applier.
+func (n *notices) heard(nt notice) {
+	n.mu.Lock()
+	if nt.index > n.latest.index {
+		n.latest = nt
+	}
+	n.mu.Unlock()
+	n.wake()
+}
+
+func (n *notices) wake() {
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (n *notices) newest() notice {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.latest
+}
+
+// storedLogs is the log store with a hook run after every store: an entry
+// that arrives after the notice covering it is applied then.
+type storedLogs struct {
+	raft.LogStore
+	stored func()
+}
+
+func (l storedLogs) StoreLog(e *raft.Log) error {
+	err := l.LogStore.StoreLog(e)
+	l.stored()
+	return err
+}
+
+func (l storedLogs) StoreLogs(es []*raft.Log) error {
+	err := l.LogStore.StoreLogs(es)
+	l.stored()
+	return err
+}
+
+// applyNotices applies what the notices heard cover, whenever a notice
+// arrives or an entry is stored, until the store stops.
+func (s *Store) applyNotices() {
+	for {
+		select {
+		case <-s.notices.kick:
+		case <-s.stop:
+			return
+		}
+		nt := s.notices.newest()
+		if nt.index == 0 || s.raft.State() == raft.Leader {
+			continue
+		}
+		s.fsm.applyCommitted(s.logs, nt.index, nt.term)
+	}
+}
+
+// followNotices keeps a question open with the leader while this node
+// follows one, and hands every answer to the applier. It runs on its own
+// connection, which the question holds.
+func (s *Store) followNotices() {
+	for {
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		_, addr := s.Leader()
+		if addr == "" || s.IsLeader() {
+			if !s.sleep(leaderPollNotices) {
+				return
+			}
+			continue
+		}
+		err := s.askNotices(addr)
+		if errors.Is(err, ErrClosed) {
+			return
+		}
+		if !s.sleep(leaderPollNotices) {
+			return
+		}
+	}
+}
+
+// leaderPollNotices is how often followNotices looks for a leader to ask
+// while it has none, or leads itself.
+const leaderPollNotices = 50 * time.Millisecond
+
+// sleep waits d and reports whether the store is still open.
+func (s *Store) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.stop:
+		return false
+	}
+}
+
+// askNotices asks addr, over one connection, for notice after notice
+// until it fails or stops leading.
+func (s *Store) askNotices(addr string) error {
+	fc, err := s.dialForward(addr, time.Now().Add(s.cfg.ForwardTimeout))
+	if err != nil {
+		return err
+	}
+	defer fc.c.Close()
+	// Close unblocks the read when the store stops.
+	stop := context.AfterFunc(s.stopCtx, func() { fc.c.Close() })
+	defer stop()
+	var after [binary.MaxVarintLen64]byte
+	for {
+		if _, leader := s.Leader(); leader != addr {
+			return nil // a new leader: ask it
+		}
+		n := binary.PutUvarint(after[:], s.notices.newest().index)
+		deadline := time.Now().Add(noticeWait + s.cfg.ForwardTimeout)
+		index, term, status, err := fc.roundTrip(s.stopCtx, deadline, frameNotice, after[:n])
+		if err != nil {
+			return err
+		}
+		if status != statusOK {
+			return ErrNotLeader
+		}
+		s.notices.heard(notice{index: index, term: term})
+	}
+}
+
+// serveNotice answers a follower's question on the leader: the newest
+// entry applied, once it is past after, or whatever it is after
+// noticeWait.
+func (s *Store) serveNotice(payload []byte) (byte, uint64, uint64) {
+	after, k := binary.Uvarint(payload)
+	if k <= 0 || k != len(payload) {
+		return statusFailed, 0, 0
+	}
+	t := time.NewTimer(noticeWait)
+	defer t.Stop()
+	for {
+		index, term, moved := s.fsm.last()
+		if index > after {
+			return statusOK, index, term
+		}
+		select {
+		case <-moved:
+		case <-t.C:
+			return statusOK, index, term
+		case <-s.stop:
+			return statusFailed, 0, 0
+		}
+		if !s.IsLeader() {
+			return statusNotLeader, 0, 0
+		}
+	}
+}

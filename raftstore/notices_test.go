@@ -1,0 +1,109 @@
+package raftstore
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/hutchzk/hutch/zkdb"
+)
+
+// TestFollowerHearsCommitsByNotice: with Raft's own commit timeout an
+// hour long, a follower learns that entries committed only from an
+// append that carries the next ones; its state must still include a
+// write forwarded through it, and every other node's, within moments,
+// by the leader's commit notices alone. Without them it waited forever
+// (there is no next append).
+func TestFollowerHearsCommitsByNotice(t *testing.T) {
+	nodes := startCluster(t, 3, func(c *Config) { c.CommitTimeout = time.Hour })
+	leader := waitLeader(t, 5*time.Second, nodes...)
+	fs := followers(nodes, leader)
+	for i, f := range fs {
+		forward(t, f, createCommand(f.cfg.NodeID, fmt.Sprintf("/by-notice-%d", i)))
+	}
+	propose(t, leader, createCommand(leader.cfg.NodeID, "/by-notice-leader"))
+	for _, f := range fs {
+		waitFor(t, 5*time.Second, fmt.Sprintf("node %d to apply every write", f.cfg.NodeID), func() bool {
+			return f.app.exists("/by-notice-0") && f.app.exists("/by-notice-1") && f.app.exists("/by-notice-leader")
+		})
+	}
+	// Every node holds the same state, Raft's own apply (when it comes)
+	// skipping what the notices applied.
+	waitAllApplied(t, nodes...)
+}
+
+// TestApplyCommittedChecksTheTerm: a notice applies entries only when this
+// node's entry at its index has its term, so an entry of an old term that
+// the leader will overwrite is never applied; and only command entries
+// are applied, in order, each once.
+func TestApplyCommittedChecksTheTerm(t *testing.T) {
+	app := newTestApp()
+	f := &fsm{db: app.db, log: testLogger()}
+	logs := raft.NewInmemStore()
+	entry := func(index, term uint64, typ raft.LogType, path string) *raft.Log {
+		l := &raft.Log{Index: index, Term: term, Type: typ}
+		if typ == raft.LogCommand {
+			l.Data = zkdb.AppendEntry(nil, 1, encode(t, []zkdb.Command{createCommand(1, path)}))
+		}
+		return l
+	}
+	if err := logs.StoreLogs([]*raft.Log{
+		entry(1, 1, raft.LogConfiguration, ""),
+		entry(2, 1, raft.LogCommand, "/a"),
+		entry(3, 2, raft.LogNoop, ""),
+		entry(4, 2, raft.LogCommand, "/b"),
+		entry(5, 2, raft.LogCommand, "/c"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name         string
+		index, term  uint64
+		ok           bool
+		wantApplied  uint64
+		there, later []string
+	}{
+		{"a notice of another term applies nothing", 4, 3, false, 0, nil, []string{"/a", "/b"}},
+		{"an entry not here yet applies nothing", 9, 2, false, 0, nil, []string{"/a"}},
+		{"a matching notice applies every command entry up to it", 4, 2, true, 4, []string{"/a", "/b"}, []string{"/c"}},
+		{"an older notice is a no-op", 2, 1, true, 4, []string{"/a", "/b"}, []string{"/c"}},
+		{"the next notice applies the rest", 5, 2, true, 5, []string{"/c"}, nil},
+	}
+	for _, tc := range tests {
+		if got := f.applyCommitted(logs, tc.index, tc.term); got != tc.ok {
+			t.Fatalf("%s: applyCommitted(%d, %d) = %v, want %v", tc.name, tc.index, tc.term, got, tc.ok)
+		}
+		if got := app.db.Applied(); got != tc.wantApplied {
+			t.Fatalf("%s: applied index %d, want %d", tc.name, got, tc.wantApplied)
+		}
+		for _, p := range tc.there {
+			if !app.exists(p) {
+				t.Fatalf("%s: %s not applied", tc.name, p)
+			}
+		}
+		for _, p := range tc.later {
+			if app.exists(p) {
+				t.Fatalf("%s: %s applied too soon", tc.name, p)
+			}
+		}
+	}
+	// Raft's own apply of the same entries later is skipped.
+	before := len(app.applied)
+	var l raft.Log
+	for i := uint64(2); i <= 5; i++ {
+		if err := logs.GetLog(i, &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Type == raft.LogCommand {
+			f.Apply(&l)
+		}
+	}
+	if len(app.applied) != before {
+		t.Fatalf("Raft's apply after the notices applied %d commands again", len(app.applied)-before)
+	}
+	if idx, term, _ := f.last(); idx != 5 || term != 2 {
+		t.Fatalf("last applied (%d, %d), want (5, 2)", idx, term)
+	}
+}
