@@ -26,7 +26,7 @@ func (k sink) Notify(watcher int64, ev *wire.WatcherEvent, from *tree.Event) {
 	c.notify(ev)
 	if k.s.trace.Active() {
 		k.s.traceWatches = append(k.s.traceWatches, trace.Event{Kind: trace.WatchDelivered,
-			Session: c.sessionID.Load(), Path: ev.Path, Type: eventTypeName(ev.Type)})
+			Session: c.sessionID.Load(), Path: ev.Path, Type: ev.Type.String()})
 	}
 }
 

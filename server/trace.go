@@ -85,26 +85,3 @@ func requestPath(req, resp any) string {
 	}
 	return ""
 }
-
-// eventTypeName is the name Watcher.Event.EventType gives a type.
-func eventTypeName(t wire.EventType) string {
-	switch t {
-	case wire.EventNone:
-		return "None"
-	case wire.EventNodeCreated:
-		return "NodeCreated"
-	case wire.EventNodeDeleted:
-		return "NodeDeleted"
-	case wire.EventNodeDataChanged:
-		return "NodeDataChanged"
-	case wire.EventNodeChildrenChanged:
-		return "NodeChildrenChanged"
-	case wire.EventDataWatchRemoved:
-		return "DataWatchRemoved"
-	case wire.EventChildWatchRemoved:
-		return "ChildWatchRemoved"
-	case wire.EventPersistentWatchRemoved:
-		return "PersistentWatchRemoved"
-	}
-	return "Unknown"
-}
