@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 
+	"github.com/hutchzk/hutch/trace"
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/wire"
 	"github.com/hutchzk/hutch/zkdb"
@@ -23,6 +24,10 @@ func (k sink) Notify(watcher int64, ev *wire.WatcherEvent, from *tree.Event) {
 		return
 	}
 	c.notify(ev)
+	if k.s.trace.Active() {
+		k.s.traceWatches = append(k.s.traceWatches, trace.Event{Kind: trace.WatchDelivered,
+			Session: c.sessionID.Load(), Path: ev.Path, Type: ev.Type.String()})
+	}
 }
 
 // Applied answers the proposal this node made for the command, if any,
@@ -31,6 +36,9 @@ func (k sink) Notify(watcher int64, ev *wire.WatcherEvent, from *tree.Event) {
 // it moved.
 func (k sink) Applied(e *zkdb.Effects) {
 	s := k.s
+	if s.trace.Active() || len(s.traceWatches) > 0 {
+		s.traceApplied(e)
+	}
 	if e.Command.Kind == zkdb.KindTxn {
 		s.stats.txns.Add(1)
 	}

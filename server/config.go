@@ -8,6 +8,7 @@ import (
 
 	"github.com/hutchzk/hutch/clock"
 	"github.com/hutchzk/hutch/raftstore"
+	"github.com/hutchzk/hutch/trace"
 )
 
 // Config holds everything a Server needs; zero fields take ZooKeeper's defaults.
@@ -15,6 +16,9 @@ type Config struct {
 	// ListenAddr is the client port address, "127.0.0.1:2181" by default.
 	// Use "127.0.0.1:0" for a free port and read Server.Addr.
 	ListenAddr string
+	// NoClientPort binds no client port at all: clients reach the server
+	// only through ServeConn (package hutchtest's in-memory dialer).
+	NoClientPort bool
 	// TickTime is ZooKeeper's tickTime: the expiry bucket width and the unit
 	// of the default session timeout bounds.
 	TickTime time.Duration
@@ -78,6 +82,11 @@ type Config struct {
 	// ConfigText is the configuration file the server was started from,
 	// for the initial_configuration admin command.
 	ConfigText string
+	// Trace, when set, receives every command the server applies and
+	// every watch event it delivers (see package trace); otherwise the
+	// server has a Broker of its own (Server.Trace). Sharing one across
+	// a restart keeps a subscriber's stream going.
+	Trace *trace.Broker
 	// Raft, when set, replicates every write through a Raft group (see
 	// package raftstore) instead of applying it directly; ServerID then
 	// defaults to the Raft node id.

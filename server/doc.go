@@ -7,5 +7,9 @@
 // loops, and the session-expiry and container-cleanup loops, which run on
 // an injectable clock. Its operators see it through package monitor: the
 // Server is a monitor.Source, and serves the monitor's four-letter words,
-// admin commands and metrics.
+// admin commands and metrics. An embedding program (or package hutchtest)
+// may serve clients with no port at all, through in-memory connections
+// (DialMemory, ServeConn), and make a test's events happen by the paths
+// the real ones take (control.go: ExpireSession, DropConnection, Pause,
+// AdvanceClock); everything applied is published to package trace.
 package server

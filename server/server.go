@@ -17,6 +17,7 @@ import (
 	"github.com/hutchzk/hutch/monitor"
 	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/session"
+	"github.com/hutchzk/hutch/trace"
 	"github.com/hutchzk/hutch/zkdb"
 )
 
@@ -38,6 +39,13 @@ type Server struct {
 	// report of its activity reaching the leader, whatever its timeout.
 	vouchLimit time.Duration
 	stats      Stats
+	// trace receives every applied command and delivered watch event
+	// (see traceApplied); Config.Trace or the server's own.
+	trace *trace.Broker
+	// traceWatches holds the watch deliveries of the command being
+	// applied, published after it; guarded by the DB's lock (the sink
+	// runs under it).
+	traceWatches []trace.Event
 
 	// connsMu guards conns, perIP and nextConnID. It is taken after the
 	// DB's lock (the sink looks connections up while applying), never
@@ -51,7 +59,10 @@ type Server struct {
 	idsMu sync.Mutex
 	ids   *session.IDGenerator
 
-	ln net.Listener
+	// lifeMu serialises Start and Close and guards the listener fields
+	// they set (ln, secureLn, adminLn, metricsLn) and ctx.
+	lifeMu sync.Mutex
+	ln     net.Listener
 	// secureLn is the TLS client port, nil without SecureListenAddr.
 	secureLn net.Listener
 	adminLn  net.Listener // nil without AdminAddr
@@ -68,7 +79,36 @@ type Server struct {
 	// ZooKeeper follower that lost its leader, it drops its clients and
 	// turns new ones away so they move to a node in the majority.
 	notServing atomic.Bool
+	// ready is closed once the server serves clients (Ready).
+	ready     chan struct{}
+	readyOnce sync.Once
+	// gate holds connections' I/O and the timer loops while paused.
+	gate pauseGate
+	// timeMu guards movedOnPurpose, read by the expiry loop together with
+	// the clock so that an AdvanceClock lands wholly before or after.
+	timeMu sync.Mutex
+	// movedOnPurpose is how far AdvanceClock has moved the clock: the
+	// expiry loop does not count it as a stall.
+	movedOnPurpose time.Duration
+	// expiryMu guards expiring and serialises expiry passes.
+	expiryMu sync.Mutex
+	// expiring are the closes of expired sessions proposed and perhaps
+	// not yet applied, for AdvanceClock to wait on.
+	expiring []*proposal
+	// cleanupMu serialises container and TTL cleanup passes, so two never
+	// propose the same delete.
+	cleanupMu sync.Mutex
 }
+
+// Lifecycle errors.
+var (
+	// ErrNotStarted is returned by methods that need a running server.
+	ErrNotStarted = errors.New("server: not started")
+	// ErrStarted is returned by a second Start.
+	ErrStarted = errors.New("server: already started")
+	// ErrClosed is returned once Close has been called.
+	ErrClosed = errors.New("server: closed")
+)
 
 // New prepares a server; Start begins serving. Without cfg.Raft it is a
 // single in-memory node.
@@ -83,7 +123,13 @@ func New(cfg Config) *Server {
 		perIP:      make(map[string]int),
 		nextConnID: firstConnID(),
 		ids:        session.NewIDGenerator(cfg.ServerID, cfg.Clock.Now()),
+		trace:      cfg.Trace,
+		ready:      make(chan struct{}),
 	}
+	if s.trace == nil {
+		s.trace = new(trace.Broker)
+	}
+	s.gate.init()
 	s.stats.init()
 	s.monitor = monitor.New(s, monitor.Config{FourLetterWords: cfg.FourLetterWords, ListenAddr: cfg.ListenAddr,
 		AdminToken: cfg.AdminToken, MaxMemberID: MaxServerID, Logger: cfg.Logger})
@@ -135,29 +181,48 @@ func firstConnID() int64 {
 	return int64(binary.BigEndian.Uint64(b[:]) >> 2)
 }
 
-// Start listens on the configured address and serves until Close.
+// Start listens on the configured addresses and serves until Close. A
+// failed Start closes whatever it had opened (ports, the Raft node) and
+// leaves the server as New made it, so Start may be called again; its
+// error names what failed. Start after Close returns ErrClosed, a second
+// Start ErrStarted.
 func (s *Server) Start() error {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	switch {
+	case s.closed.Load():
+		return ErrClosed
+	case s.ctx != nil:
+		return ErrStarted
+	}
 	if err := s.cfg.check(); err != nil {
-		return err
+		return fmt.Errorf("configuration: %w", err)
 	}
 	// Bind the ports first: a port in use must not leave replication
 	// running behind a server that failed to start.
 	var bound []net.Listener
+	release := func() {
+		for _, b := range bound {
+			_ = b.Close()
+		}
+	}
 	listen := func(what, addr string) (net.Listener, error) {
 		if addr == "" {
 			return nil, nil
 		}
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			for _, b := range bound {
-				_ = b.Close()
-			}
+			release()
 			return nil, fmt.Errorf("%s %s: %w", what, addr, err)
 		}
 		bound = append(bound, l)
 		return l, nil
 	}
-	ln, err := listen("listen", s.cfg.ListenAddr)
+	clientAddr := s.cfg.ListenAddr
+	if s.cfg.NoClientPort {
+		clientAddr = ""
+	}
+	ln, err := listen("listen", clientAddr)
 	if err != nil {
 		return err
 	}
@@ -175,9 +240,7 @@ func (s *Server) Start() error {
 	}
 	repl, err := s.openReplication()
 	if err != nil {
-		for _, b := range bound {
-			_ = b.Close()
-		}
+		release()
 		return fmt.Errorf("open replication: %w", err)
 	}
 	s.repl = repl
@@ -197,16 +260,28 @@ func (s *Server) Start() error {
 	}
 	s.goLoop(s.expiryLoop)
 	s.goLoop(s.cleanupLoop)
-	s.goLoop(func() { s.acceptLoop(ln, nil) })
+	if ln != nil {
+		s.goLoop(func() { s.acceptLoop(ln, nil) })
+	}
 	if secureLn != nil {
 		s.secureLn = secureLn
 		s.goLoop(func() { s.acceptLoop(secureLn, s.wrapTLS) })
 		s.log.Info("serving TLS", "addr", secureLn.Addr().String())
 	}
-	s.log.Info("serving", "addr", ln.Addr().String(), "tickTime", s.cfg.TickTime,
+	s.log.Info("serving", "addr", s.addrLocked().String(), "tickTime", s.cfg.TickTime,
 		"minSessionTimeout", s.cfg.MinSessionTimeout, "maxSessionTimeout", s.cfg.MaxSessionTimeout)
+	if s.cfg.Raft == nil {
+		s.markReady() // a Raft node is ready once it knows a leader (setServing)
+	}
 	return nil
 }
+
+// Ready is closed once the server serves clients: when Start returns for
+// a single node, once a leader is known for a member of an ensemble. It
+// is never closed for a server that does not start.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+func (s *Server) markReady() { s.readyOnce.Do(func() { close(s.ready) }) }
 
 func (s *Server) goLoop(f func()) {
 	s.wg.Add(1)
@@ -216,11 +291,36 @@ func (s *Server) goLoop(f func()) {
 	}()
 }
 
-// Addr is the address clients connect to.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+// Addr is the address clients connect to: nil before Start, and a
+// placeholder (network "memory") for a server with NoClientPort.
+func (s *Server) Addr() net.Addr {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	if s.ctx == nil {
+		return nil
+	}
+	return s.addrLocked()
+}
+
+// addrLocked is Addr once started; lifeMu is held.
+func (s *Server) addrLocked() net.Addr {
+	if s.ln == nil {
+		return memoryAddr{}
+	}
+	return s.ln.Addr()
+}
+
+// memoryAddr is the address of a server without a client port: its
+// clients come through ServeConn.
+type memoryAddr struct{}
+
+func (memoryAddr) Network() string { return "memory" }
+func (memoryAddr) String() string  { return "in-memory" }
 
 // AdminAddr is the admin HTTP address, or nil without one.
 func (s *Server) AdminAddr() net.Addr {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
 	if s.adminLn == nil {
 		return nil
 	}
@@ -229,6 +329,8 @@ func (s *Server) AdminAddr() net.Addr {
 
 // MetricsAddr is the /metrics HTTP address, or nil without one.
 func (s *Server) MetricsAddr() net.Addr {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
 	if s.metricsLn == nil {
 		return nil
 	}
@@ -251,18 +353,26 @@ func (s *Server) serveHTTP(what string, ln net.Listener, h http.Handler) {
 // Close stops accepting, closes every connection and stops all loops. Sessions
 // are not closed: an in-memory node forgets them with everything else, and
 // an ensemble member leaves them to the others, as a crashed one would.
+// Close may be called in any state and more than once; a server closed
+// before it started never starts.
 func (s *Server) Close() error {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	if s.ln == nil {
+	if s.ctx == nil {
 		return nil // never started
 	}
-	err := s.ln.Close()
+	var err error
+	if s.ln != nil {
+		err = s.ln.Close()
+	}
 	if s.secureLn != nil {
 		_ = s.secureLn.Close()
 	}
 	s.cancel()
+	s.gate.resume() // a paused server's held I/O and loops must end too
 	open := s.openConns()
 	for _, c := range open {
 		c.out.abort()
@@ -322,6 +432,7 @@ func (s *Server) acceptLoop(ln net.Listener, wrap func(net.Conn) net.Conn) {
 			_ = nc.Close()
 			continue
 		}
+		nc = s.gated(nc)
 		if wrap != nil {
 			nc = wrap(nc)
 		}
@@ -329,18 +440,65 @@ func (s *Server) acceptLoop(ln net.Listener, wrap func(net.Conn) net.Conn) {
 		if !ok {
 			continue
 		}
-		s.goLoop(func() {
+		go func() {
+			defer s.wg.Done()
 			if !c.startTLS() {
 				s.unregister(c)
 				return
 			}
 			c.serve()
-		})
+		}()
 	}
 }
 
+// ServeConn serves a client connection the server did not accept itself:
+// one end of an in-memory pipe (DialMemory), a socket passed in from
+// elsewhere. The connection is treated as one from its RemoteAddr (its IP
+// counts against MaxClientConnsPerIP and is its ip identity for ACLs); a
+// pipe should report a loopback TCP address. It returns at once; the
+// connection is served, and closed, by the server. Refused connections
+// (server not started or closed, not serving for want of a leader, too
+// many from that address) are closed, with an error.
+func (s *Server) ServeConn(nc net.Conn) error {
+	s.lifeMu.Lock()
+	started := s.ctx != nil
+	s.lifeMu.Unlock()
+	switch {
+	case s.closed.Load():
+		_ = nc.Close()
+		return ErrClosed
+	case !started:
+		_ = nc.Close()
+		return ErrNotStarted
+	case s.notServing.Load():
+		_ = nc.Close()
+		return ErrNotServing
+	}
+	c, ok := s.register(s.gated(nc))
+	if !ok {
+		return ErrRefused
+	}
+	go func() {
+		defer s.wg.Done()
+		c.serve()
+	}()
+	return nil
+}
+
+// Errors of ServeConn.
+var (
+	// ErrNotServing: a member of an ensemble that knows no leader turns
+	// clients away, so they move to one that does.
+	ErrNotServing = errors.New("server: not serving clients: no leader known")
+	// ErrRefused: the server is closing, or the address has
+	// MaxClientConnsPerIP connections open.
+	ErrRefused = errors.New("server: connection refused")
+)
+
 // register admits a new connection unless its address already has the
-// maximum number open.
+// maximum number open. An admitted connection is counted in s.wg, which
+// its goroutine must mark done: counting it under connsMu, before Close
+// can see the server closed, keeps Close's Wait from missing it.
 func (s *Server) register(nc net.Conn) (*conn, bool) {
 	ip := remoteIP(nc.RemoteAddr())
 	limitKey := connLimitKey(nc, ip)
@@ -362,6 +520,7 @@ func (s *Server) register(nc net.Conn) (*conn, bool) {
 	s.nextConnID++
 	c := newConn(s, nc, s.nextConnID, ip)
 	s.conns[c.id] = c
+	s.wg.Add(1)
 	s.connsMu.Unlock()
 	s.stats.connections.Add(1)
 	return c, true
@@ -500,6 +659,9 @@ func (s *Server) hasSessions() bool {
 // setServing starts or stops serving clients; stopping drops every client
 // connection.
 func (s *Server) setServing(serving bool) {
+	if serving {
+		s.markReady()
+	}
 	if s.notServing.Swap(!serving) == !serving {
 		return
 	}

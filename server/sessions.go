@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/hutchzk/hutch/session"
@@ -179,7 +180,12 @@ func (s *Server) stallGrace() time.Duration { return s.cfg.TickTime / 2 }
 // up: by a stop signal, a pause, a starved machine. The clients' touches
 // of that time are still unread in their sockets, so before expiring
 // anything it shifts every deadline by the delay; a session is never
-// blamed for the server's own silence.
+// blamed for the server's own silence. Time a test moved on purpose
+// (AdvanceClock) is not a delay: the loop reads the clock and how far it
+// was moved on purpose together, under timeMu, and leaves that out. (The
+// other way, stepping a fake clock in half-tick pieces and letting this
+// loop run between them, would cost a wake-up per half tick moved and
+// could not say when the expiries it causes have applied.)
 func (s *Server) expiryLoop() {
 	timer := s.clock.NewTimer(s.cfg.TickTime)
 	defer timer.Stop()
@@ -191,21 +197,36 @@ func (s *Server) expiryLoop() {
 			}
 		}
 		wait = max(wait, time.Millisecond)
-		planned := s.clock.Now().Add(wait)
+		now, moved := s.clockReading()
+		planned := now.Add(wait)
 		timer.Reset(wait)
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-timer.C():
-			// The time the timer sends is its deadline, however late it
-			// fired; the clock says how late that was.
-			if late := s.clock.Now().Sub(planned); late > s.stallGrace() {
-				s.log.Warn("expiry was held up; extending every session by the delay", "delay", late)
-				s.db.ShiftTimers(late)
-			}
+		}
+		// A paused server's timers wait too, and the pause counts as a
+		// stall when it ends.
+		if !s.gate.wait(s.ctx.Done()) {
+			return
+		}
+		// The time the timer sends is its deadline, however late it
+		// fired; the clock says how late that was.
+		now, movedSince := s.clockReading()
+		if late := now.Sub(planned) - (movedSince - moved); late > s.stallGrace() {
+			s.log.Warn("expiry was held up; extending every session by the delay", "delay", late)
+			s.db.ShiftTimers(late)
 		}
 		s.expireSessions()
 	}
+}
+
+// clockReading returns the time and how far AdvanceClock has moved the
+// clock, read together.
+func (s *Server) clockReading() (time.Time, time.Duration) {
+	s.timeMu.Lock()
+	defer s.timeMu.Unlock()
+	return s.clock.Now(), s.movedOnPurpose
 }
 
 // sessionExpiredMsg is the log message of an expiry: tests and operators
@@ -215,14 +236,27 @@ const sessionExpiredMsg = "session expired"
 // expireSessions closes every session whose timeout has run out by the
 // server's clock, if this node owns expiry: the single node always, a Raft
 // node while it leads (having first given every session a full timeout).
+// The closes it proposes are kept in s.expiring until seen applied.
 func (s *Server) expireSessions() {
 	term, ok := s.repl.Leading()
 	if !ok {
 		return
 	}
+	s.expiryMu.Lock()
+	defer s.expiryMu.Unlock()
+	s.expiring = slices.DeleteFunc(s.expiring, func(p *proposal) bool {
+		select {
+		case <-p.done:
+			return true
+		default:
+			return false
+		}
+	})
 	for _, id := range s.db.ExpireSessions(s.clock.Now()) {
 		s.log.Info(sessionExpiredMsg, "session", id)
-		s.closeSession(id, nil, 0, term)
+		if p := s.closeSession(id, nil, 0, term); p != nil {
+			s.expiring = append(s.expiring, p)
+		}
 	}
 }
 
@@ -268,6 +302,9 @@ func (s *Server) repeat(ctx context.Context, d time.Duration, f func()) {
 			return
 		case <-timer.C():
 		}
+		if !s.gate.wait(ctx.Done()) {
+			return
+		}
 		f()
 		timer.Reset(d)
 	}
@@ -282,6 +319,8 @@ func (s *Server) cleanupContainers() {
 	if !ok {
 		return
 	}
+	s.cleanupMu.Lock()
+	defer s.cleanupMu.Unlock()
 	paths := s.db.ExpiryCandidates(s.clock.Now().UnixMilli())
 	var last *proposal
 	for _, path := range paths {

@@ -216,3 +216,19 @@ func ttlExpired(n *node, nowMs int64) bool {
 	ttl := n.st.owner & extendedValMask
 	return ttl != 0 && nowMs-n.st.mtime > ttl
 }
+
+// Mode tells a container from a TTL node (with its TTL in ms) from any
+// other, which Stat cannot: ZooKeeper shows both with ephemeralOwner 0.
+func (t *Tree) Mode(path string) (container bool, ttl int64, ok bool) {
+	n := t.lookup(path)
+	if n == nil {
+		return false, 0, false
+	}
+	switch kindOf(n.st.owner) {
+	case kindContainer:
+		return true, 0, true
+	case kindTTL:
+		return false, n.st.owner & extendedValMask, true
+	}
+	return false, 0, true
+}

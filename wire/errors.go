@@ -147,3 +147,27 @@ func (o OpCode) String() string {
 	}
 	return "unknown(" + strconv.Itoa(int(o)) + ")"
 }
+
+// String returns the Java client's Watcher.Event.EventType name of t, such
+// as "NodeDataChanged", or "Unknown".
+func (t EventType) String() string {
+	switch t {
+	case EventNone:
+		return "None"
+	case EventNodeCreated:
+		return "NodeCreated"
+	case EventNodeDeleted:
+		return "NodeDeleted"
+	case EventNodeDataChanged:
+		return "NodeDataChanged"
+	case EventNodeChildrenChanged:
+		return "NodeChildrenChanged"
+	case EventDataWatchRemoved:
+		return "DataWatchRemoved"
+	case EventChildWatchRemoved:
+		return "ChildWatchRemoved"
+	case EventPersistentWatchRemoved:
+		return "PersistentWatchRemoved"
+	}
+	return "Unknown"
+}

@@ -52,27 +52,7 @@ func StateName(s int32) string {
 const stateSASLAuthenticated int32 = 6
 
 // EventTypeName is the Java client's Watcher.Event.EventType name of t.
-func EventTypeName(t wire.EventType) string {
-	switch t {
-	case wire.EventNone:
-		return "None"
-	case wire.EventNodeCreated:
-		return "NodeCreated"
-	case wire.EventNodeDeleted:
-		return "NodeDeleted"
-	case wire.EventNodeDataChanged:
-		return "NodeDataChanged"
-	case wire.EventNodeChildrenChanged:
-		return "NodeChildrenChanged"
-	case wire.EventDataWatchRemoved:
-		return "DataWatchRemoved"
-	case wire.EventChildWatchRemoved:
-		return "ChildWatchRemoved"
-	case wire.EventPersistentWatchRemoved:
-		return "PersistentWatchRemoved"
-	}
-	return "Unknown"
-}
+func EventTypeName(t wire.EventType) string { return t.String() }
 
 // eventQueue hands events to the Watcher from one goroutine, in the order
 // they were queued, without ever blocking the connection's reader. A caller

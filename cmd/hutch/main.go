@@ -54,14 +54,26 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	controls, err := prepareTestControls(f.testControls, &cfg)
+	if err != nil {
+		return err
+	}
 	srv := server.New(cfg)
 	// Listen for signals before serving, so one sent as soon as the server
 	// reports it is up still shuts it down cleanly.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	if err := srv.Start(); err != nil {
+		if controls != nil {
+			controls.close()
+		}
 		return err
 	}
+	if controls != nil {
+		controls.serve(srv)
+		defer controls.close()
+	}
+	announce(os.Stdout, srv, controls)
 	got := <-sig
 	logger.Info("shutting down", "signal", got.String())
 	done := make(chan error, 1)
@@ -102,6 +114,7 @@ type flags struct {
 	keyStore       string
 	trustStore     string
 	clientAuth     string
+	testControls   string
 }
 
 func newFlags() (*pflag.FlagSet, *flags) {
@@ -133,6 +146,7 @@ func newFlags() (*pflag.FlagSet, *flags) {
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics at /metrics here (zoo.cfg: metricsProvider.httpHost:httpPort with the Prometheus provider)")
 	fs.StringSliceVar(&f.fourLetter, "four-letter-words", nil, "four-letter words answered, or * for all; srvr always answers (zoo.cfg: 4lw.commands.whitelist; default: all on a loopback-only client port, else ruok,srvr,isro; with a zoo.cfg, srvr only, as in ZooKeeper)")
 	fs.StringVar(&f.jaasFile, "jaas-file", "", `JAAS file whose Server section lists the SASL DIGEST-MD5 users (user_<name>="<password>"), as java.security.auth.login.config (zoo.cfg: hutch.jaasFile)`)
+	fs.StringVar(&f.testControls, "test-controls", "", testControlsHelp)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
@@ -145,11 +159,14 @@ const usageText = `Usage: hutch [flags] [zoo.cfg]
        hutch bench [flags] [workload...]                 (workloads side by side; hutch bench -h)
 
 hutch serves ZooKeeper's client protocol. With no flags it serves one
-in-memory node on 127.0.0.1:2181. Given ZooKeeper's zoo.cfg (as the one
-argument, or with --config) it runs as ZooKeeper would from that file: on
-clientPort, keeping its data in dataDir, and, with server.N lines, as a
-member of a Raft ensemble whose id is in <dataDir>/myid. Raft runs on each
-server's quorum port; the election port is not used. An ensemble also needs
+in-memory node on 127.0.0.1:2181. Once serving it writes the client
+address it bound as the first line of standard output (so --listen
+127.0.0.1:0 gives a test harness a free port without a race). Given
+ZooKeeper's zoo.cfg (as the one argument, or with --config) it runs as
+ZooKeeper would from that file: on clientPort, keeping its data in
+dataDir, and, with server.N lines, as a member of a Raft ensemble whose
+id is in <dataDir>/myid. Raft runs on each server's quorum port; the
+election port is not used. An ensemble also needs
 hutch.peerSecretFile=<file> in zoo.cfg (a key ZooKeeper ignores). Flags
 given explicitly override the file; keys hutch does not use are logged.
 

@@ -37,6 +37,20 @@ func (n *Network) DropOneWay(from, to string) {
 	n.dropped[link{from, to}] = true
 }
 
+// Undrop restores the one direction from→to that Drop or DropOneWay took
+// down, leaving every other link as it is: connections dialled from→to
+// resume where they stopped, and dials across it go through again.
+func (n *Network) Undrop(from, to string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.dropped[link{from, to}] {
+		return
+	}
+	delete(n.dropped, link{from, to})
+	close(n.healed)
+	n.healed = make(chan struct{})
+}
+
 // healDropsLocked restores every dropped link and wakes what waits on one.
 // n.mu must be held.
 func (n *Network) healDropsLocked() {

@@ -243,3 +243,30 @@ func TestDropIsSilentAndHeals(t *testing.T) {
 		})
 	}
 }
+
+// TestUndropOneLink: Undrop restores the one direction it names; a link
+// dropped elsewhere stays down, and I/O held on the restored one resumes.
+func TestUndropOneLink(t *testing.T) {
+	n := New()
+	c, srv, target := serverPair(t, n)
+	other, otherSrv, otherTarget := serverPair(t, n)
+	n.DropOneWay("a", target)
+	n.DropOneWay("a", otherTarget)
+	if _, err := srv.Write([]byte("held")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, err := c.Read(make([]byte, 4)); !isTimeout(err) {
+		t.Fatalf("read across a dropped link: %v", err)
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	n.Undrop("a", target)
+	readExactly(t, c, "held", 10*time.Second)
+	if _, err := otherSrv.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	_ = other.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, err := other.Read(make([]byte, 1)); !isTimeout(err) {
+		t.Fatalf("Undrop restored another link too: %v", err)
+	}
+}

@@ -22,18 +22,20 @@ var curatorJars = []string{
 const javacTimeout = 60 * time.Second
 
 // CompileCurator compiles the Java program src against Debian's Curator
-// and ZooKeeper jars into a directory removed when tb ends, and returns the
-// classpath that runs it. It skips tb (fails it under CI) when java, javac
-// or a jar is missing.
-func CompileCurator(tb testing.TB, src string) string {
+// and ZooKeeper jars, and any extra jars of JavaDir (junit4.jar, ...), into
+// a directory removed when tb ends, and returns the classpath that runs
+// it. It skips tb (fails it under CI) when java, javac or a jar is
+// missing.
+func CompileCurator(tb testing.TB, src string, extra ...string) string {
 	tb.Helper()
 	for _, tool := range []string{"java", "javac"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			Unavailable(tb, tool+" (Debian's default-jdk-headless)")
 		}
 	}
-	jars := make([]string, len(curatorJars))
-	for i, jar := range curatorJars {
+	all := append(append([]string(nil), curatorJars...), extra...)
+	jars := make([]string, len(all))
+	for i, jar := range all {
 		jars[i] = filepath.Join(JavaDir, jar)
 		if _, err := os.Stat(jars[i]); err != nil {
 			Unavailable(tb, jars[i]+" (Debian's libcurator-*-java, libzookeeper-java, libslf4j-java)")

@@ -116,6 +116,22 @@ func Start(tb testing.TB, opts ...Option) *Server {
 	})
 }
 
+// ZooKeeperCommand prepares, in dir, a standalone ZooKeeper on port with
+// the defaults Start uses, and returns the command that runs it, not yet
+// started (benchmarks time its start themselves); its log goes to
+// dir/zookeeper.log. It skips tb without Debian's ZooKeeper.
+func ZooKeeperCommand(tb testing.TB, dir string, port int) *exec.Cmd {
+	tb.Helper()
+	if !Installed() {
+		Unavailable(tb, "Debian's zookeeper package")
+	}
+	cmd, _, err := zookeeperCommand(dir, port, options{tickTime: 2 * time.Second})
+	if err != nil {
+		tb.Fatalf("zookeeper command: %v", err)
+	}
+	return cmd
+}
+
 // zookeeperServing is ready once ZooKeeper serves clients. ZooKeeper answers
 // ruok with imok as soon as it listens, before its database is loaded; until
 // then it drops client connections and answers srvr with "This ZooKeeper
