@@ -3,8 +3,6 @@ package monitor
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -164,9 +162,7 @@ func collectRaft(v *view, emit emitter) {
 		gauge("last_contact_seconds", "Seconds since this follower last heard from the leader.", v.Taken.Sub(r.LastContact).Seconds())
 	}
 	if r.DataDir != "" {
-		if fi, err := os.Stat(filepath.Join(r.DataDir, "raft.db")); err == nil {
-			gauge("log_bytes", "Size of the Raft log and stable store (raft.db) on disk.", float64(fi.Size()))
-		}
+		gauge("log_bytes", "Size of the Raft log and stable store on disk.", float64(number("log_bytes")))
 	}
 }
 

@@ -538,6 +538,7 @@ func (s *Store) Stats() map[string]string {
 	st["last_snapshot_unix_ms"] = strconv.FormatInt(s.snaps.newest.Load(), 10)
 	st["node_id"] = strconv.FormatUint(s.cfg.NodeID, 10)
 	st["log_store"] = s.logStore.kind
+	st["log_bytes"] = strconv.FormatInt(s.logStore.bytes(), 10)
 	st["raft_addr"] = s.addr
 	st["fsm_applied_index"] = strconv.FormatUint(s.db.Applied(), 10)
 	id, addr := s.Leader()
