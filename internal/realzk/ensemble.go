@@ -25,7 +25,7 @@ const QuorumTimeout = 90 * time.Second
 // Ports are picked free but not reserved; a port lost to another process
 // before the JVM binds it fails the test rather than being retried, since a
 // quorum cannot swap one member's ports after the others have read them.
-func StartEnsemble(tb testing.TB, n int) []*Server {
+func StartEnsemble(tb testing.TB, n int, opts ...Option) []*Server {
 	tb.Helper()
 	if !Installed() {
 		Unavailable(tb, "Debian's zookeeper package")
@@ -67,6 +67,9 @@ func StartEnsemble(tb testing.TB, n int) []*Server {
 				{"initLimit", "10"},
 				{"syncLimit", "5"},
 			},
+		}
+		for _, opt := range opts {
+			opt(&o)
 		}
 		cmd, logFile, err := zookeeperCommand(dir, p.client, o)
 		if err != nil {

@@ -52,6 +52,17 @@ type options struct {
 	config   [][2]string // extra zoo.cfg lines, in order
 	props    [][2]string // extra JVM system properties
 	jars     []string    // extra classpath entries, in JavaDir
+	// heap, when set, runs the JVM as an operator would (OperatorJVM).
+	heap string
+}
+
+// OperatorJVM runs ZooKeeper's JVM as an operator would, for speed and
+// memory comparisons: the default garbage collector and the optimizing
+// compiler, with heap as -Xms and -Xmx (e.g. "2g"). Without it a test's
+// server starts lean (a small heap, serial GC and the quick compiler only),
+// which suits tests and understates ZooKeeper's throughput.
+func OperatorJVM(heap string) Option {
+	return func(o *options) { o.heap = heap }
 }
 
 // TickTime sets zoo.cfg's tickTime (2 s by default), which also scales the
@@ -205,15 +216,18 @@ func zookeeperCommand(dir string, port int, o options) (*exec.Cmd, string, error
 		// servlet API Jetty needs.
 		cp = append(cp, filepath.Join(JavaDir, "servlet-api.jar"))
 	}
-	args := []string{
-		// A small heap and the C1 compiler only: a test server needs
-		// neither peak throughput nor a quarter of the machine's memory,
-		// and starts faster on a loaded machine.
-		"-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
-		"-Djava.net.preferIPv4Stack=true",
-		"-Dlog4j.configuration=file:" + log4jFile,
-		"-Dzookeeper.extendedTypesEnabled=true",
+	// A small heap and the C1 compiler only: a test server needs neither
+	// peak throughput nor a quarter of the machine's memory, and starts
+	// faster on a loaded machine.
+	jvm := []string{"-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"}
+	if o.heap != "" {
+		jvm = []string{"-Xms" + o.heap, "-Xmx" + o.heap}
 	}
+	args := append(jvm,
+		"-Djava.net.preferIPv4Stack=true",
+		"-Dlog4j.configuration=file:"+log4jFile,
+		"-Dzookeeper.extendedTypesEnabled=true",
+	)
 	if !o.configured("4lw.commands.whitelist") {
 		args = append(args, "-Dzookeeper.4lw.commands.whitelist=*")
 	}
