@@ -43,7 +43,7 @@ func BenchmarkCompareSingle(b *testing.B) {
 	bin := realzk.BuildHutch(b)
 	start := func() (hutch, zk *realzk.Server) {
 		zk = realzk.Start(b, realzk.OperatorJVM(*compareHeap), realzk.SystemProperty("zookeeper.forceSync", "no"))
-		hutch = realzk.StartHutchBinary(b, bin)
+		hutch = realzk.StartHutchBinary(b, bin, "--max-client-conns", "0") // as realzk's ZooKeeper: maxClientCnxns=0
 		return hutch, zk
 	}
 	hutch, zk := start()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,4 +109,81 @@ func benchmarkFollowerWrite(b *testing.B, store string) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkFollowerWriters: writers sessions on the followers of a
+// three-node cluster each write one command at a time (forward, then
+// wait until their follower applied it), for writes/s with each log
+// store.
+func BenchmarkFollowerWriters(b *testing.B) {
+	for _, store := range append([]string{"memory"}, LogStores...) {
+		for _, writers := range []int{16, 64} {
+			b.Run(fmt.Sprintf("%s/writers=%d", store, writers), func(b *testing.B) { benchmarkFollowerWriters(b, store, writers) })
+		}
+	}
+}
+
+func benchmarkFollowerWriters(b *testing.B, store string, writers int) {
+	nodes := startCluster(b, 3, func(c *Config) {
+		if store != "memory" {
+			c.DataDir = b.TempDir()
+			c.LogStore = store
+		}
+		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
+	})
+	leader := waitLeader(b, 5*time.Second, nodes...)
+	fs := followers(nodes, leader)
+	type waiter struct {
+		seq  uint64
+		done chan struct{}
+	}
+	var mu sync.Mutex
+	waiting := map[uint64]chan struct{}{}
+	for _, f := range fs {
+		seen := make(chan uint64, 4096)
+		f.app.mu.Lock()
+		f.app.seen = seen
+		f.app.mu.Unlock()
+		go func() {
+			for seq := range seen {
+				mu.Lock()
+				if ch := waiting[seq]; ch != nil {
+					close(ch)
+					delete(waiting, seq)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	var next atomic.Uint64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for w := range writers {
+		f := fs[w%len(fs)]
+		wg.Go(func() {
+			for next.Add(1) <= uint64(b.N) {
+				seq := next.Load()<<8 | uint64(w)
+				cmd := createCommand(f.cfg.NodeID, fmt.Sprintf("/w%d-%d", w, seq))
+				cmd.Seq = seq
+				ch := make(chan struct{})
+				mu.Lock()
+				waiting[seq] = ch
+				mu.Unlock()
+				if err := f.Forward(context.Background(), encode(b, []zkdb.Command{cmd})); err != nil {
+					b.Error(err)
+					return
+				}
+				select {
+				case <-ch:
+				case <-time.After(10 * time.Second):
+					b.Error("write not applied within 10s")
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "writes/s")
 }

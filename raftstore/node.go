@@ -116,9 +116,9 @@ const (
 	MaxBatchBytes = 4 << 20
 )
 
-// leaderPoll is how often the node looks at Raft's state, and how often a
-// forward waiting for a leader tries again. Raft runs on real time, so
-// this does too.
+// leaderPoll is how often a forward waiting for a leader tries again,
+// and how soon a node that won an election but could not yet take over
+// looks again. Raft runs on real time, so this does too.
 const leaderPoll = 20 * time.Millisecond
 
 // StrandedTimeout bounds how long the node waits to catch up with a new
@@ -288,59 +288,79 @@ func (n *Node) LeaderlessLimit() time.Duration { return 2 * n.cfg.ElectionTimeou
 // watchLeadership follows Raft's view of the leader. It stops serving
 // clients while no leader is known (like a ZooKeeper follower that lost
 // its leader, so clients move to the majority), gives up on writes that
-// died with an old leader, has the server drop the clients the leader no
-// longer hears of, and takes over session expiry when this node wins an
-// election: only after a barrier (so the state holds everything the old
-// leader committed) and after starting every session's timer afresh.
+// died with an old leader, and takes over session expiry when this node
+// wins an election: only after a barrier (so the state holds everything
+// the old leader committed) and after starting every session's timer
+// afresh. It looks whenever Raft's state or leader changes, and at
+// least every changeFallback.
 func (n *Node) watchLeadership(ctx context.Context) {
 	var stranded sync.WaitGroup
 	defer stranded.Wait()
-	poll := time.NewTicker(leaderPoll)
-	defer poll.Stop()
-	leaderSeen := time.Now()
-	var lastLeader uint64
+	w := leadershipWatch{leaderSeen: time.Now()}
 	for {
+		changed := n.store.changes.next()
+		wait := n.lookAtLeadership(ctx, &w, &stranded)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-poll.C:
+		case <-changed:
+		case <-t.C:
 		}
-		now := time.Now()
-		if id, _ := n.store.Leader(); id != 0 {
-			leaderSeen = now
-			n.events.Serving(true)
-			if lastLeader != 0 && id != lastLeader {
-				upTo := n.lastSeq.Load()
-				stranded.Go(func() { n.strand(ctx, upTo) })
-			}
-			lastLeader = id
-		} else if now.Sub(leaderSeen) > n.LeaderlessLimit() {
-			n.events.Serving(false)
-		}
-
-		if !n.store.IsLeader() {
-			n.events.Vouch(n.Vouched())
-			if n.ready.Swap(0) != 0 {
-				// Forget the sessions this node was closing: whether
-				// those closes hold is the next leader's business.
-				n.db.ResetTimers(n.cfg.Clock.Now())
-				n.cfg.Logger.Info("raft leadership lost", "node", n.cfg.NodeID)
-			}
-			continue
-		}
-		n.vouchedAt.Store(now.UnixNano())
-		term := n.store.Term()
-		if n.ready.Load() == term {
-			continue
-		}
-		n.ready.Store(0)
-		if err := n.store.Barrier(n.cfg.ElectionTimeout); err != nil || !n.store.IsLeader() || n.store.Term() != term {
-			continue // lost it again, or not yet: try on the next poll
-		}
-		n.db.ResetTimers(n.cfg.Clock.Now())
-		n.ready.Store(term)
-		n.cfg.Logger.Info("raft leadership gained", "node", n.cfg.NodeID, "term", term)
+		t.Stop()
 	}
+}
+
+// leadershipWatch is what watchLeadership remembers between looks.
+type leadershipWatch struct {
+	leaderSeen time.Time // when a leader was last known
+	lastLeader uint64
+	quiet      quietState
+}
+
+// lookAtLeadership acts on Raft's state as it is now, and returns how
+// soon it must look again even if nothing changes.
+func (n *Node) lookAtLeadership(ctx context.Context, w *leadershipWatch, stranded *sync.WaitGroup) time.Duration {
+	now := time.Now()
+	wait := changeFallback
+	n.tuneQuiet(&w.quiet, now)
+	if id, _ := n.store.Leader(); id != 0 {
+		w.leaderSeen = now
+		n.events.Serving(true)
+		if w.lastLeader != 0 && id != w.lastLeader {
+			upTo := n.lastSeq.Load()
+			stranded.Go(func() { n.strand(ctx, upTo) })
+		}
+		w.lastLeader = id
+	} else if left := n.LeaderlessLimit() - now.Sub(w.leaderSeen); left <= 0 {
+		n.events.Serving(false)
+	} else {
+		wait = min(wait, left) // stop serving on time if none comes
+	}
+
+	if !n.store.IsLeader() {
+		if n.ready.Swap(0) != 0 {
+			// Forget the sessions this node was closing: whether
+			// those closes hold is the next leader's business.
+			n.db.ResetTimers(n.cfg.Clock.Now())
+			n.cfg.Logger.Info("raft leadership lost", "node", n.cfg.NodeID)
+		}
+		return wait
+	}
+	n.vouchedAt.Store(now.UnixNano())
+	term := n.store.Term()
+	if n.ready.Load() == term {
+		return wait
+	}
+	n.ready.Store(0)
+	if err := n.store.Barrier(n.cfg.ElectionTimeout); err != nil || !n.store.IsLeader() || n.store.Term() != term {
+		return leaderPoll // lost it again, or not yet: look again soon
+	}
+	n.db.ResetTimers(n.cfg.Clock.Now())
+	n.ready.Store(term)
+	n.cfg.Logger.Info("raft leadership gained", "node", n.cfg.NodeID, "term", term)
+	return wait
 }
 
 // Leading reports whether this node owns expiry: it leads, in the term
@@ -380,7 +400,9 @@ func (n *Node) Vouched() time.Time {
 }
 
 // reportTouches tells the leader, which owns session expiry, which
-// sessions this node's clients were active on, and so vouches for them.
+// sessions this node's clients were active on, and so vouches for them;
+// after each report a follower has the server drop the clients it can no
+// longer vouch for.
 // A follower reports every ReportInterval, sessions or none: a report
 // that comes back proves the leader hears this node, and only that (not
 // Raft's last contact, which the leader's own appends keep fresh even
@@ -388,7 +410,7 @@ func (n *Node) Vouched() time.Time {
 // failed report's sessions are carried into the next. It runs on real
 // time, like the network it measures.
 func (n *Node) reportTouches(ctx context.Context) {
-	t := time.NewTicker(n.cfg.ReportInterval)
+	t := time.NewTimer(n.cfg.ReportInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -397,8 +419,25 @@ func (n *Node) reportTouches(ctx context.Context) {
 		case <-t.C:
 		}
 		n.report(ctx)
+		if n.store.IsLeader() {
+			n.vouchedAt.Store(time.Now().UnixNano())
+		} else {
+			n.events.Vouch(n.Vouched())
+		}
+		// With no session in the ensemble there is nobody to vouch for:
+		// look less often. A session's creation vouches for it (its
+		// connection's attach time) until the next report.
+		next := n.cfg.ReportInterval
+		if n.db.SessionCount() == 0 {
+			next = max(next, idleReportInterval)
+		}
+		t.Reset(next)
 	}
 }
+
+// idleReportInterval is how often reportTouches looks while the ensemble
+// holds no session.
+const idleReportInterval = time.Second
 
 func (n *Node) report(ctx context.Context) {
 	sent := time.Now()
@@ -412,7 +451,13 @@ func (n *Node) report(ctx context.Context) {
 	if n.store.IsLeader() {
 		return // its clients touched its timers directly
 	}
-	callCtx, cancel := context.WithTimeout(ctx, max(2*n.cfg.ReportInterval, 100*time.Millisecond))
+	if len(ids) == 0 && n.db.SessionCount() == 0 {
+		n.vouchedAt.Store(sent.UnixNano()) // nobody to vouch for
+		return
+	}
+	// Bounded by the interval, so that a follower cut off from the leader
+	// still checks its clients every interval or two (see Vouch).
+	callCtx, cancel := context.WithTimeout(ctx, max(n.cfg.ReportInterval, 50*time.Millisecond))
 	err := n.store.ReportTouches(callCtx, ids)
 	cancel()
 	if err != nil {

@@ -105,14 +105,11 @@ func (s *Store) applyNotices() {
 // connection, which the question holds.
 func (s *Store) followNotices() {
 	for {
-		select {
-		case <-s.stop:
-			return
-		default:
-		}
+		changed := s.changes.next()
 		_, addr := s.Leader()
 		if addr == "" || s.IsLeader() {
-			if !s.sleep(leaderPollNotices) {
+			// Nobody to ask: wait for a leader, or to stop leading.
+			if !s.waitChange(changed, noticeWait) {
 				return
 			}
 			continue
@@ -121,15 +118,15 @@ func (s *Store) followNotices() {
 		if errors.Is(err, ErrClosed) {
 			return
 		}
-		if !s.sleep(leaderPollNotices) {
+		// Failed or the leader changed: a moment before asking again.
+		if !s.sleep(noticeRetry) {
 			return
 		}
 	}
 }
 
-// leaderPollNotices is how often followNotices looks for a leader to ask
-// while it has none, or leads itself.
-const leaderPollNotices = 50 * time.Millisecond
+// noticeRetry is how long followNotices waits after a question failed.
+const noticeRetry = 20 * time.Millisecond
 
 // sleep waits d and reports whether the store is still open.
 func (s *Store) sleep(d time.Duration) bool {

@@ -69,9 +69,17 @@ type Config struct {
 	// DefaultElectionTimeout.
 	ElectionTimeout    time.Duration
 	HeartbeatTimeout   time.Duration // default ElectionTimeout/2
-	LeaderLeaseTimeout time.Duration // default ElectionTimeout/4
-	CommitTimeout      time.Duration // default 50ms; followers hear of commits sooner by notices (notices.go)
-	SnapshotThreshold  uint64        // log entries between snapshots; default 8192
+	// LeaderLeaseTimeout is how long a leader goes without hearing from a
+	// quorum before it steps down; default HeartbeatTimeout, the most
+	// Raft allows, so that a quiet ensemble's slower heartbeats fit in it
+	// (quiet.go).
+	LeaderLeaseTimeout time.Duration
+	// CommitTimeout is how long Raft lets a follower go without an append
+	// that tells it the commit index; default ElectionTimeout: followers
+	// hear of commits at once by notices (notices.go), so this is only a
+	// backstop, and a shorter one wakes an idle ensemble often for nothing.
+	CommitTimeout     time.Duration
+	SnapshotThreshold uint64 // log entries between snapshots; default 8192
 	// SnapshotInterval is how often Raft checks SnapshotThreshold; default 10s.
 	SnapshotInterval time.Duration
 	// TrailingLogs is how many entries a snapshot leaves in the log for slow
@@ -83,6 +91,10 @@ type Config struct {
 	// MaxForwardFrame bounds a frame a follower may forward; default
 	// DefaultMaxForwardFrame.
 	MaxForwardFrame int64
+	// QuietAfter is how long a member of an ensemble that holds no session
+	// waits before it stretches Raft's heartbeat and election timeouts
+	// (see quiet.go); default DefaultQuietAfter, negative for never.
+	QuietAfter time.Duration
 	// ReportInterval is how often a follower reports its clients' activity
 	// to the leader (Node); a follower answers a client only while a
 	// report got through within a third of its session timeout, so a few
@@ -140,11 +152,14 @@ func (c *Config) setDefaults() error {
 	}
 	def(&c.ElectionTimeout, DefaultElectionTimeout)
 	def(&c.HeartbeatTimeout, c.ElectionTimeout/2)
-	def(&c.LeaderLeaseTimeout, c.HeartbeatTimeout/2)
-	def(&c.CommitTimeout, 50*time.Millisecond)
+	def(&c.LeaderLeaseTimeout, c.HeartbeatTimeout)
+	def(&c.CommitTimeout, c.ElectionTimeout)
 	def(&c.SnapshotInterval, 10*time.Second)
 	def(&c.ForwardTimeout, c.ElectionTimeout)
 	def(&c.ReportInterval, c.ElectionTimeout/10)
+	if c.QuietAfter == 0 {
+		c.QuietAfter = DefaultQuietAfter
+	}
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = 8192
 	}
@@ -197,6 +212,8 @@ type Store struct {
 	trans    *raft.NetworkTransport
 	logStore *logStore
 	logs     raft.LogStore // for the first index, which Raft's statistics lack
+	// reloadable is Raft's timing as configured, for setQuiet.
+	reloadable raft.ReloadableConfig
 	snaps    *timedSnapshots
 
 	// fwdMu guards idle, inbound and closed.
@@ -207,6 +224,7 @@ type Store struct {
 	handlers sync.WaitGroup // inbound forwarding handlers
 
 	notices *notices      // commit notices heard from the leader
+	changes *changes      // fired when Raft's state or leader changes
 	ready   chan struct{} // closed once raft exists: forwarding may be served
 	stop    chan struct{} // closed by Close
 	// stopCtx is cancelled by Close, for I/O that must end with it.
@@ -230,7 +248,7 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{cfg: cfg, log: cfg.Logger, db: db, inbound: make(map[net.Conn]struct{}),
-		fsm: &fsm{db: db, log: cfg.Logger}, notices: newNotices(), ready: make(chan struct{}), stop: make(chan struct{})}
+		fsm: &fsm{db: db, log: cfg.Logger}, notices: newNotices(), changes: newChanges(), ready: make(chan struct{}), stop: make(chan struct{})}
 	s.stopCtx, s.cancelStop = context.WithCancel(context.Background())
 
 	ln, err := net.Listen("tcp", cfg.RaftAddr)
@@ -273,6 +291,7 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 	rc.MaxAppendEntries = 256
 	rc.BatchApplyCh = true
 	rc.Logger = newHCLogger(s.log, "raft")
+	s.reloadable = reloadableOf(rc)
 
 	logs = storedLogs{LogStore: logs, stored: s.notices.wake}
 	s.logs, s.snaps = logs, newTimedSnapshots(snaps, cfg.DataDir)
@@ -286,6 +305,7 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 	s.fsm.serving.Store(true)
 	close(s.ready)
 
+	s.following.Go(s.observe)
 	s.following.Go(s.followNotices)
 	s.following.Go(s.applyNotices)
 

@@ -238,9 +238,10 @@ func (e replicationEvents) Vouch(reached time.Time) {
 // leader dies with its request in flight.
 const proposalTimeout = 10 * time.Second
 
-// sweep gives up on proposals that have waited proposalTimeout.
+// sweep gives up on proposals that have waited proposalTimeout, looking
+// every quarter of it.
 func (s *Server) sweep() {
-	s.repeat(s.ctx, time.Second, func() {
+	s.repeat(s.ctx, proposalTimeout/4, func() {
 		cutoff := s.clock.Now().Add(-proposalTimeout)
 		for _, seq := range s.pending.selectSeqs(func(_ uint64, p *proposal) bool { return p.since.Before(cutoff) }) {
 			s.pending.fail(seq)

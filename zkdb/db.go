@@ -341,6 +341,13 @@ func (d *DB) Digest() (uint64, int64) {
 	return d.tree.Digest(), d.tree.LastZxid()
 }
 
+// SessionCount returns how many sessions exist.
+func (d *DB) SessionCount() int {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return len(d.owners)
+}
+
 // Counts are sizes for monitoring.
 type Counts struct {
 	Nodes, Sessions, Watches, Ephemerals int
