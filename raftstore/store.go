@@ -67,8 +67,8 @@ type Config struct {
 	// election timeouts of a crash. A candidate that is refused retries
 	// after the same half to whole ElectionTimeout. Default
 	// DefaultElectionTimeout.
-	ElectionTimeout    time.Duration
-	HeartbeatTimeout   time.Duration // default ElectionTimeout/2
+	ElectionTimeout  time.Duration
+	HeartbeatTimeout time.Duration // default ElectionTimeout/2
 	// LeaderLeaseTimeout is how long a leader goes without hearing from a
 	// quorum before it steps down; default HeartbeatTimeout, the most
 	// Raft allows, so that a quiet ensemble's slower heartbeats fit in it
@@ -214,7 +214,7 @@ type Store struct {
 	logs     raft.LogStore // for the first index, which Raft's statistics lack
 	// reloadable is Raft's timing as configured, for setQuiet.
 	reloadable raft.ReloadableConfig
-	snaps    *timedSnapshots
+	snaps      *timedSnapshots
 
 	// fwdMu guards idle, inbound and closed.
 	fwdMu    sync.Mutex
