@@ -47,8 +47,12 @@ func BenchmarkCompareSingle(b *testing.B) {
 		return hutch, zk
 	}
 	hutch, zk := start()
-	runBench(b, "--target", hutch.Addr, "--against", zk.Addr,
-		"lock", "stock", "read-sync", "write-sync", "read-pipelined", "write-pipelined", "fanout", "sessions")
+	pids := []string{"--pid", strconv.Itoa(hutch.PID), "--against-pid", strconv.Itoa(zk.PID)}
+	runBench(b, append([]string{"--target", hutch.Addr, "--against", zk.Addr},
+		append(pids, "lock", "stock", "read-sync", "write-sync", "read-pipelined", "write-pipelined", "fanout", "sessions")...)...)
+	// A lone session: the latency of one request at a time.
+	runBench(b, append([]string{"--target", hutch.Addr, "--against", zk.Addr, "--sessions", "1"},
+		append(pids, "read-sync", "write-sync")...)...)
 	_ = hutch.Stop()
 	_ = zk.Stop()
 

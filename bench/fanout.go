@@ -58,6 +58,7 @@ func runFanout(ctx context.Context, e *env) (*measurement, error) {
 	full := make([]time.Duration, 0, rounds)
 	delivery := make([]time.Duration, 0, w*rounds)
 	e.prog.phase("measure", int64(w*rounds), "events")
+	cpu := e.startTimer()
 	for r := range rounds {
 		for i := range arrived {
 			arrived[i].Store(0)
@@ -93,6 +94,7 @@ func runFanout(ctx context.Context, e *env) (*measurement, error) {
 		total += d
 	}
 	m := rated("events/s", w*rounds, total, "fan-out", full)
+	cpu.serverCPU(m, "event", w*rounds)
 	m.add(slices.DeleteFunc(latencyFigures("delivery", delivery), func(f Figure) bool {
 		return f.Name == "delivery max" // the fan-out's max is the same number
 	})...)

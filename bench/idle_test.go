@@ -2,9 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -42,23 +39,13 @@ func BenchmarkIdleEnsemble(b *testing.B) {
 // cpuOf sums the user and system CPU time of the servers' processes.
 func cpuOf(b *testing.B, servers []*realzk.Server) time.Duration {
 	b.Helper()
-	var ticks int64
+	var sum time.Duration
 	for _, s := range servers {
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.PID))
+		cpu, err := processCPU(s.PID)
 		if err != nil {
 			b.Fatal(err)
 		}
-		// Fields after the command name, which is in parentheses:
-		// utime and stime are the 12th and 13th of them.
-		fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-		for _, f := range fields[11:13] {
-			n, err := strconv.ParseInt(f, 10, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			ticks += n
-		}
+		sum += cpu
 	}
-	// The kernel counts in USER_HZ, 100 a second on Linux.
-	return time.Duration(ticks) * time.Second / 100
+	return sum
 }

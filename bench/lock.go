@@ -127,7 +127,7 @@ func runLock(ctx context.Context, e *env) (*measurement, error) {
 	defer g.close()
 	lat := make([][]time.Duration, n)
 	e.prog.phase("measure", int64(n*each), "acquisitions")
-	t := startTimer()
+	t := e.startTimer()
 	err = forEach(ctx, n, n, func(ctx context.Context, i int) error {
 		l := &fairLock{conn: g.list[i].conn, dir: dir, limit: n + 8}
 		lat[i] = make([]time.Duration, 0, each)
@@ -151,7 +151,9 @@ func runLock(ctx context.Context, e *env) (*measurement, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rated("handoffs/s", n*each, elapsed, "acquire", lat...), nil
+	m := rated("handoffs/s", n*each, elapsed, "acquire", lat...)
+	t.serverCPU(m, "handoff", n*each)
+	return m, nil
 }
 
 func stockSize(s Size) (sessions, stock int) {
@@ -199,7 +201,7 @@ func runStock(ctx context.Context, e *env) (*measurement, error) {
 		last time.Time  // when the last deduction's write was answered
 	)
 	e.prog.phase("measure", int64(stock), "decrements")
-	t := startTimer()
+	t := e.startTimer()
 	err = forEach(ctx, n, n, func(ctx context.Context, i int) error {
 		c := g.list[i].conn
 		l := &fairLock{conn: c, dir: dir, limit: n + 8}
@@ -263,5 +265,7 @@ func runStock(ctx context.Context, e *env) (*measurement, error) {
 			return nil, fmt.Errorf("stock value %d was read by %d deductions, not exactly 1", v, k)
 		}
 	}
-	return rated("decrements/s", stock, elapsed, "acquire", lat...), nil
+	m := rated("decrements/s", stock, elapsed, "acquire", lat...)
+	t.serverCPU(m, "decrement", stock)
+	return m, nil
 }

@@ -64,7 +64,7 @@ func runMemory(ctx context.Context, e *env) (*measurement, error) {
 	lat := make([][]time.Duration, n*window)
 	payload := make([]byte, bytes)
 	e.prog.phase("measure", int64(znodes), "znodes")
-	t := startTimer()
+	t := e.startTimer()
 	err = forEach(ctx, n*window, n*window, func(ctx context.Context, j int) error {
 		c := g.list[j%n].conn
 		var mine []time.Duration
@@ -90,6 +90,7 @@ func runMemory(ctx context.Context, e *env) (*measurement, error) {
 		return nil, err
 	}
 	m := rated("creates/s", znodes, elapsed, "create", lat...)
+	t.serverCPU(m, "create", znodes)
 	if pid == 0 {
 		m.notes = append(m.notes, "RSS unknown: give the server's process id with --pid (--against-pid)")
 		return m, nil

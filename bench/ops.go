@@ -79,7 +79,7 @@ func runOps(ctx context.Context, e *env, k opsKind) (*measurement, error) {
 	var next atomic.Int64
 	lat := make([][]time.Duration, n*window)
 	e.prog.phase("measure", int64(ops), "ops")
-	t := startTimer()
+	t := e.startTimer()
 	err = forEach(ctx, n*window, n*window, func(ctx context.Context, j int) error {
 		c, p := g.list[j%n].conn, paths[j%n]
 		data := make([]byte, bytes)
@@ -113,5 +113,7 @@ func runOps(ctx context.Context, e *env, k opsKind) (*measurement, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rated("ops/s", ops, elapsed, "", lat...), nil
+	m := rated("ops/s", ops, elapsed, "", lat...)
+	t.serverCPU(m, "op", ops)
+	return m, nil
 }

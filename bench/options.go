@@ -83,7 +83,7 @@ func parseArgs(ctx context.Context, args []string, usage io.Writer) (*Options, e
 	fs.StringVar(&target, "target", "127.0.0.1:"+defaultPort, "connect string of the server measured: host:port[,host:port...]; sessions are spread over the hosts in turn")
 	fs.StringVar(&against, "against", "", "connect string of a second server: rounds alternate between the two and each figure's ratio (target / against) is printed")
 	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "allow targets that do not resolve to loopback addresses")
-	fs.IntVar(&o.Target.PID, "pid", 0, "process id of the target server: memory reads its VmRSS from /proc")
+	fs.IntVar(&o.Target.PID, "pid", 0, "process id of the target server: every workload reports the server's CPU time per operation, memory its VmRSS (from /proc)")
 	fs.IntVar(&o.Against.PID, "against-pid", 0, "process id of the --against server, likewise")
 	fs.IntVar(&o.Rounds, "rounds", 3, "measured rounds per target; each figure is the median of its rounds")
 	fs.BoolVar(&warmUp, "warmup", true, "run one discarded warm-up round per target before the measured ones")

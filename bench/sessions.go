@@ -57,7 +57,7 @@ func runSessions(ctx context.Context, e *env) (*measurement, error) {
 		next    atomic.Int64
 	)
 	e.prog.phase("measure", int64(churn), "sessions")
-	t := startTimer()
+	t := e.startTimer()
 	err := forEach(ctx, parallel, parallel, func(ctx context.Context, j int) error {
 		// Bounded by churn: each pass claims one session.
 		for ctx.Err() == nil {
@@ -84,6 +84,7 @@ func runSessions(ctx context.Context, e *env) (*measurement, error) {
 		return nil, err
 	}
 	m := rated("sessions/s", churn, elapsed, "create", creates...)
+	t.serverCPU(m, "session", churn)
 	m.add(latencyFigures("close", slices.Concat(closes...))...)
 	if expire == 0 {
 		return m, nil

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -126,9 +129,61 @@ func cleanUp(ctx context.Context, opt *Options, target Target, root string, prog
 	return deleteTree(ctx, s.conn, root, &prog.done)
 }
 
-// timer measures the elapsed time of a run's measured phase.
-type timer struct{ start time.Time }
+// timer measures the elapsed time of a run's measured phase and, when
+// the target's process id is known (--pid, --against-pid), the server's
+// CPU time over it: what the server spent, whatever the client did.
+type timer struct {
+	start time.Time
+	pid   int
+	cpu   time.Duration // the server's CPU time at start
+}
 
-func startTimer() timer                          { return timer{time.Now()} }
+func (e *env) startTimer() timer {
+	t := timer{start: time.Now(), pid: e.target.PID}
+	if t.pid > 0 {
+		t.cpu, _ = processCPU(t.pid)
+	}
+	return t
+}
+
 func (t timer) elapsed() time.Duration           { return time.Since(t.start) }
 func (t timer) since(at time.Time) time.Duration { return at.Sub(t.start) }
+
+// serverCPU adds to m the server's CPU time since the timer started per
+// one of count units, when the server's process id is known.
+func (t timer) serverCPU(m *measurement, unit string, count int) {
+	if t.pid <= 0 || count <= 0 {
+		return
+	}
+	now, err := processCPU(t.pid)
+	if err != nil {
+		return
+	}
+	m.add(Figure{Name: "server CPU per " + unit, Unit: "µs", Better: Lower,
+		Value: float64((now - t.cpu).Microseconds()) / float64(count)})
+}
+
+// processCPU reads a process's user and system CPU time from /proc, in
+// the kernel's 10 ms ticks (USER_HZ is 100 on Linux).
+func processCPU(pid int) (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses: utime and
+	// stime are the 12th and 13th of them.
+	s := string(raw)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}

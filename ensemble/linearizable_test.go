@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -178,7 +180,7 @@ func TestEnsembleLinearizable(t *testing.T) {
 	switch res {
 	case porcupine.Ok:
 	case porcupine.Illegal:
-		path := t.TempDir() + "/linearizability.html"
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("linearizability-%d.html", time.Now().UnixNano()))
 		if err := porcupine.VisualizePath(nemesis.RegisterModel.ToModel(), info, path); err == nil {
 			t.Logf("visualization: %s", path)
 		}

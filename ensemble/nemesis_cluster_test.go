@@ -47,12 +47,12 @@ func startProcCluster(tb testing.TB) *procCluster {
 		nd := &node{
 			id:         i,
 			clientAddr: "127.0.0.1:" + strconv.Itoa(realzk.FreePort(tb)),
-			raftAddr:   ip + ":" + strconv.Itoa(realzk.FreePort(tb)),
+			raftAddr:   ip + ":" + strconv.Itoa(realzk.FreePortOn(tb, ip)),
 			adminAddr:  "127.0.0.1:" + strconv.Itoa(realzk.FreePort(tb)),
 			dataDir:    filepath.Join(e.base, fmt.Sprintf("data-%d", i)),
 		}
 		e.nodes = append(e.nodes, nd)
-		routes = append(routes, faultnet.Route{Node: strconv.Itoa(i), IP: ip, Target: nd.raftAddr})
+		routes = append(routes, faultnet.Route{Node: strconv.Itoa(i), IP: ip, Target: nd.raftAddr, FrontPort: realzk.FreePortOn(tb, ip)})
 	}
 	c.sw = faultnet.StartSwitch(tb, routes)
 	var peers []string

@@ -2,7 +2,6 @@ package server
 
 import (
 	"net"
-	"sort"
 
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/wire"
@@ -44,45 +43,4 @@ func (c *conn) authenticate(h wire.RequestHeader) bool {
 	c.addIdentities(added)
 	c.reply(h.Xid, 0, nil, nil)
 	return true
-}
-
-// addIdentities adds ids the connection does not have yet, in ZooKeeper's
-// order.
-func (c *conn) addIdentities(added []wire.ID) {
-	current := c.identities()
-	auth := make([]wire.ID, 0, len(current)+len(added))
-	auth = append(auth, current...)
-	for _, id := range added {
-		if !containsID(auth, id) {
-			auth = append(auth, id)
-		}
-	}
-	javaSetOrder(auth)
-	c.auth.Store(&auth)
-}
-
-// javaSetOrder puts identities in the order ZooKeeper iterates them: its
-// connection keeps them in a ConcurrentHashMap-backed set, so the order is
-// that of hash buckets, insertion order within one. The order shows in ACLs
-// built from the "auth" scheme and in whoAmI.
-func javaSetOrder(ids []wire.ID) {
-	size := 16 // ConcurrentHashMap's default table, doubled past 3/4 full
-	for len(ids) > size*3/4 {
-		size *= 2
-	}
-	bucket := func(id wire.ID) int32 {
-		h := 37*(37*17+wire.JavaStringHash(id.Scheme)) + wire.JavaStringHash(id.ID) // jute Id.hashCode
-		spread := (h ^ int32(uint32(h)>>16)) & 0x7fffffff
-		return spread & int32(size-1)
-	}
-	sort.SliceStable(ids, func(i, j int) bool { return bucket(ids[i]) < bucket(ids[j]) })
-}
-
-func containsID(ids []wire.ID, id wire.ID) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"sync"
 	"time"
 
@@ -11,26 +12,6 @@ import (
 	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/zkdb"
 )
-
-// proposal is one write on its way to the state: the command, and who is
-// waiting for its outcome.
-type proposal struct {
-	cmd  zkdb.Command
-	conn *conn // origin connection; nil for the server's own writes (expiry, cleanup)
-	xid  int32
-	req  request // what the reply records in the statistics
-	// applied runs under the DB lock right after the command applied and
-	// its watches fired, so a reply queued here follows those notifications.
-	applied func(p *proposal, e *zkdb.Effects)
-	// committed and err are set, before done closes, when the command
-	// applied; a proposal given up on (its leader lost) closes done
-	// without them.
-	committed bool
-	err       error
-	since     time.Time     // when it was proposed
-	size      int           // bytes of the client's request, for batching
-	done      chan struct{} // closed after applied ran, or on giving up
-}
 
 // replication orders the server's writes into the one sequence every
 // replica applies to its zkdb.DB. A single node's applies them itself
@@ -208,43 +189,37 @@ func (r *localReplication) run(ctx context.Context) {
 	}
 }
 
-// replicationEvents is how a raftstore.Node reaches the server.
-type replicationEvents struct{ s *Server }
-
-func (e replicationEvents) Failed(seqs []uint64) {
-	for _, seq := range seqs {
-		e.s.pending.fail(seq)
+// waitWrites blocks until this connection's earlier writes have applied.
+func (c *conn) waitWrites() {
+	if c.lastWrite != nil {
+		c.srv.await(c.lastWrite)
+		c.lastWrite = nil
 	}
 }
 
-func (e replicationEvents) Stranded(upTo uint64) {
-	stranded := e.s.pending.selectSeqs(func(seq uint64, _ *proposal) bool { return seq <= upTo })
-	if len(stranded) > 0 {
-		e.s.log.Info("dropping writes lost with the old leader", "writes", len(stranded))
+// submit proposes a write and returns once it has been queued; p.done closes
+// after it applied. It reports false when the server is shutting down.
+func (s *Server) submit(p *proposal) bool {
+	p.done = make(chan struct{})
+	s.pending.add(p, s.clock.Now())
+	if s.repl.Propose(p.cmd, p.size) {
+		return true
 	}
-	for _, seq := range stranded {
-		e.s.pending.fail(seq)
+	s.pending.take(p.cmd.Seq)
+	return false
+}
+
+// await waits until p applied or was given up on, or the server is
+// closing (a proposal still queued then is never taken); it reports
+// whether p applied.
+func (s *Server) await(p *proposal) bool {
+	select {
+	case <-p.done:
+		return p.committed
+	case <-s.ctx.Done():
+		return false
 	}
 }
 
-func (e replicationEvents) Serving(ok bool) { e.s.setServing(ok) }
-
-func (e replicationEvents) Vouch(reached time.Time) {
-	e.s.dropUnvouched(time.Now(), reached, e.s.vouchLimit)
-}
-
-// proposalTimeout bounds how long a write may wait for its commit before its
-// connection is dropped, as a ZooKeeper client sees connection loss when a
-// leader dies with its request in flight.
-const proposalTimeout = 10 * time.Second
-
-// sweep gives up on proposals that have waited proposalTimeout, looking
-// every quarter of it.
-func (s *Server) sweep() {
-	s.repeat(s.ctx, proposalTimeout/4, func() {
-		cutoff := s.clock.Now().Add(-proposalTimeout)
-		for _, seq := range s.pending.selectSeqs(func(_ uint64, p *proposal) bool { return p.since.Before(cutoff) }) {
-			s.pending.fail(seq)
-		}
-	})
-}
+// ErrNotReplicated is returned by membership calls on a node without Raft.
+var ErrNotReplicated = errors.New("server: not a replicated node")

@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -160,6 +161,18 @@ func (c Config) check() error {
 				return fmt.Errorf("peer id %d out of range: it must be 1 to %d", id, MaxServerID)
 			}
 		}
+	}
+	return nil
+}
+
+// checkTLS refuses half a secure port: an address without a TLS
+// configuration, or the reverse.
+func (c Config) checkTLS() error {
+	switch {
+	case c.SecureListenAddr != "" && c.TLS == nil:
+		return fmt.Errorf("secure client address %s has no TLS configuration", c.SecureListenAddr)
+	case c.SecureListenAddr == "" && c.TLS != nil:
+		return errors.New("TLS configuration given without a secure client address")
 	}
 	return nil
 }

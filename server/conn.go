@@ -1,56 +1,14 @@
 package server
 
 import (
-	"bufio"
 	"crypto/tls"
-	"errors"
-	"io"
 	"net"
-	"sync/atomic"
+	"sort"
 	"time"
 
-	"github.com/hutchzk/hutch/sasl"
+	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/wire"
 )
-
-// conn is one client connection. Its reader goroutine (serve) decodes and
-// handles requests in order; its writer goroutine flushes replies in batches.
-type conn struct {
-	srv *Server
-	nc  net.Conn
-	id  int64 // connection id; keys this connection's watches
-	ip  string
-	out *outbound
-	// secure is set on connections that came through the TLS port.
-	secure bool
-	// stats are this connection's counters (cons); cur is the request the
-	// reader goroutine is answering, for replies it sends itself.
-	stats *connStats
-	cur   request
-
-	sessionID atomic.Int64
-	// timeout is the session's negotiated timeout, set with sessionID.
-	timeout atomic.Int64
-	// attachedAt (unix nanos) is when the handshake that created or
-	// attached the session began: the leader applied that command later,
-	// so it had heard of the session by then (see dropUnvouched).
-	attachedAt atomic.Int64
-	// auth lists the identities added to this connection. Only the reader
-	// goroutine changes it, and only by swapping in a new slice, so
-	// transactions in flight and the applier (which filters watch events by
-	// it) may keep the slice they loaded.
-	auth atomic.Pointer[[]wire.ID]
-	// lastWrite is the newest write this connection proposed; a read waits for
-	// it so that it sees this session's own writes.
-	lastWrite *proposal
-	// order numbers the commands this connection sends for its session
-	// (zkdb.Command.Order). Only the reader goroutine uses it.
-	order uint64
-	dec   wire.Decoder
-	// sasl is the connection's SASL exchange, made by its first sasl
-	// request. Only the reader goroutine uses it.
-	sasl *sasl.Server
-}
 
 // nextOrder numbers the connection's next command.
 func (c *conn) nextOrder() uint64 {
@@ -74,94 +32,6 @@ func newConn(s *Server, nc net.Conn, id int64, ip string) *conn {
 
 // identities returns the connection's current auth identities.
 func (c *conn) identities() []wire.ID { return *c.auth.Load() }
-
-// serve runs the connection until it closes: the handshake, then requests.
-func (c *conn) serve() {
-	s := c.srv
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		c.out.writeLoop(c.nc, s.cfg.MaxSessionTimeout, func(n int) {
-			s.stats.bytesSent.Add(int64(n))
-		})
-	}()
-	defer func() {
-		c.out.finish()
-		select {
-		case <-writerDone:
-		case <-time.After(s.cfg.MaxSessionTimeout):
-			c.out.abort()
-			<-writerDone
-		}
-		_ = c.nc.Close()
-		c.abandon()
-		s.unregister(c)
-	}()
-
-	br := bufio.NewReaderSize(c.nc, 64<<10)
-	// A client that connects and says nothing is dropped after the longest
-	// session timeout; after the handshake session expiry takes over.
-	_ = c.nc.SetReadDeadline(time.Now().Add(s.cfg.MaxSessionTimeout))
-	if word, err := br.Peek(4); err == nil {
-		if c.fourLetterWord(string(word)) {
-			return
-		}
-	}
-	var buf []byte
-	frame, err := wire.ReadFrame(br, s.cfg.MaxFrameSize, buf)
-	if err != nil {
-		c.logReadError("handshake", err)
-		c.out.abort()
-		return
-	}
-	var req wire.ConnectRequest
-	c.dec.Reset(frame)
-	req.Decode(&c.dec)
-	if err := c.dec.Err(); err != nil {
-		s.log.Warn("closing connection: malformed connect request", "ip", c.ip, "err", err)
-		c.out.abort()
-		return
-	}
-	c.received(len(frame))
-	c.cur = c.begin(wire.OpCreateSession, 0)
-	if !c.connect(&req) {
-		return
-	}
-	_ = c.nc.SetReadDeadline(time.Time{})
-	for {
-		frame, err = wire.ReadFrame(br, s.cfg.MaxFrameSize, frame)
-		if err != nil {
-			c.logReadError("request", err)
-			c.out.abort()
-			return
-		}
-		c.received(len(frame))
-		if !c.touch() {
-			s.log.Info("closing connection: session no longer exists", "session", c.sessionID.Load(), "ip", c.ip)
-			return
-		}
-		if !c.handle(frame) {
-			return
-		}
-	}
-}
-
-func (c *conn) logReadError(stage string, err error) {
-	switch {
-	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
-		c.srv.log.Debug("connection closed by peer", "stage", stage, "ip", c.ip, "session", c.sessionID.Load())
-	default:
-		c.srv.log.Info("closing connection", "stage", stage, "ip", c.ip, "session", c.sessionID.Load(), "err", err)
-	}
-}
-
-// waitWrites blocks until this connection's earlier writes have applied.
-func (c *conn) waitWrites() {
-	if c.lastWrite != nil {
-		c.srv.await(c.lastWrite)
-		c.lastWrite = nil
-	}
-}
 
 // reply queues a response whose zxid is the tree's last applied zxid.
 func (c *conn) reply(xid int32, zxid int64, err error, body encodable) {
@@ -191,4 +61,121 @@ func (c *conn) notify(ev *wire.WatcherEvent) {
 	c.srv.stats.packetsSent.Add(1)
 	c.srv.stats.notifications.Add(1)
 	c.stats.sent.Add(1)
+}
+
+// received counts one request frame read from the connection.
+func (c *conn) received(n int) {
+	c.srv.stats.packetsReceived.Add(1)
+	c.srv.stats.bytesReceived.Add(int64(n))
+	c.stats.received.Add(1)
+}
+
+// begin marks a request as outstanding until its reply.
+func (c *conn) begin(op wire.OpCode, xid int32) request {
+	c.srv.stats.outstanding.Add(1)
+	c.stats.outstanding.Add(1)
+	return request{op: op, xid: xid, start: time.Now()}
+}
+
+// answered counts a reply to r: packets sent, and, for requests that
+// ZooKeeper's FinalRequestProcessor answers, latency and the connection's
+// last operation.
+func (c *conn) answered(r request, zxid int64) {
+	s := c.srv
+	s.stats.packetsSent.Add(1)
+	c.stats.sent.Add(1)
+	if r.start.IsZero() {
+		return
+	}
+	// A reply that comes after the connection gave up its requests
+	// (abandon) must not count them twice.
+	for n := c.stats.outstanding.Load(); ; n = c.stats.outstanding.Load() {
+		if n <= 0 {
+			break
+		}
+		if c.stats.outstanding.CompareAndSwap(n, n-1) {
+			s.stats.outstanding.Add(-1)
+			break
+		}
+	}
+	if r.op == wire.OpAuth || r.op == wire.OpSASL {
+		return // answered by the connection itself, as in ZooKeeper
+	}
+	now := time.Now()
+	ms := c.stats.replied(r, zxid, now)
+	s.stats.durations.Observe(requestKind(r.op), now.Sub(r.start))
+	s.stats.latency.add(ms)
+}
+
+// abandon gives up the connection's outstanding requests when it closes.
+func (c *conn) abandon() {
+	if n := c.stats.outstanding.Swap(0); n != 0 {
+		c.srv.stats.outstanding.Add(-n)
+	}
+}
+
+type decodable interface {
+	Decode(d *wire.Decoder)
+}
+
+// decode reads a request body, reporting whether it decoded.
+func (c *conn) decode(h wire.RequestHeader, r decodable) bool {
+	r.Decode(&c.dec)
+	if err := c.dec.Err(); err != nil {
+		c.srv.log.Info("request body does not decode", "op", int32(h.Type), "session", c.sessionID.Load(), "ip", c.ip, "err", err)
+		return false
+	}
+	return true
+}
+
+// badBody answers a read whose body did not decode as ZooKeeper's
+// FinalRequestProcessor does: MARSHALLINGERROR on its xid, at the last
+// zxid, and the connection carries on.
+func (c *conn) badBody(h wire.RequestHeader) bool {
+	c.waitWrites()
+	c.reply(h.Xid, c.lastZxid(), tree.ErrMarshallingError, nil)
+	return true
+}
+
+func (c *conn) lastZxid() int64 { return c.srv.db.LastZxid() }
+
+// addIdentities adds ids the connection does not have yet, in ZooKeeper's
+// order.
+func (c *conn) addIdentities(added []wire.ID) {
+	current := c.identities()
+	auth := make([]wire.ID, 0, len(current)+len(added))
+	auth = append(auth, current...)
+	for _, id := range added {
+		if !containsID(auth, id) {
+			auth = append(auth, id)
+		}
+	}
+	javaSetOrder(auth)
+	c.auth.Store(&auth)
+}
+
+// javaSetOrder puts identities in the order ZooKeeper iterates them: its
+// connection keeps them in a ConcurrentHashMap-backed set, so the order is
+// that of hash buckets, insertion order within one. The order shows in ACLs
+// built from the "auth" scheme and in whoAmI.
+func javaSetOrder(ids []wire.ID) {
+	size := 16 // ConcurrentHashMap's default table, doubled past 3/4 full
+	for len(ids) > size*3/4 {
+		size *= 2
+	}
+	bucket := func(id wire.ID) int32 {
+		h := 37*(37*17+wire.JavaStringHash(id.Scheme)) + wire.JavaStringHash(id.ID) // jute Id.hashCode
+		spread := (h ^ int32(uint32(h)>>16)) & 0x7fffffff
+		return spread & int32(size-1)
+	}
+	sort.SliceStable(ids, func(i, j int) bool { return bucket(ids[i]) < bucket(ids[j]) })
+}
+
+func containsID(ids []wire.ID, id wire.ID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
 }

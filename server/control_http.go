@@ -31,7 +31,7 @@ func (s *Server) ControlHandler() http.Handler {
 		if !ok {
 			return
 		}
-		reply(w, s.ExpireSession(id), map[string]any{"expired": id})
+		writeControlReply(w, s.ExpireSession(id), map[string]any{"expired": id})
 	})
 	mux.HandleFunc("POST /drop", func(w http.ResponseWriter, r *http.Request) {
 		id, ok := sessionParam(w, r, false)
@@ -39,10 +39,10 @@ func (s *Server) ControlHandler() http.Handler {
 			return
 		}
 		if id == 0 {
-			reply(w, nil, map[string]any{"dropped": s.DropAll()})
+			writeControlReply(w, nil, map[string]any{"dropped": s.DropAll()})
 			return
 		}
-		reply(w, s.DropConnection(id), map[string]any{"dropped": 1, "session": id})
+		writeControlReply(w, s.DropConnection(id), map[string]any{"dropped": 1, "session": id})
 	})
 	mux.HandleFunc("POST /advance", func(w http.ResponseWriter, r *http.Request) {
 		d, err := time.ParseDuration(r.URL.Query().Get("by"))
@@ -51,15 +51,15 @@ func (s *Server) ControlHandler() http.Handler {
 			return
 		}
 		err = s.AdvanceClock(d)
-		reply(w, err, map[string]any{"advanced": d.String(), "now": s.clock.Now().UTC().Format(time.RFC3339Nano)})
+		writeControlReply(w, err, map[string]any{"advanced": d.String(), "now": s.clock.Now().UTC().Format(time.RFC3339Nano)})
 	})
 	mux.HandleFunc("POST /pause", func(w http.ResponseWriter, r *http.Request) {
 		s.Pause()
-		reply(w, nil, map[string]any{"paused": true})
+		writeControlReply(w, nil, map[string]any{"paused": true})
 	})
 	mux.HandleFunc("POST /resume", func(w http.ResponseWriter, r *http.Request) {
 		s.Resume()
-		reply(w, nil, map[string]any{"paused": false})
+		writeControlReply(w, nil, map[string]any{"paused": false})
 	})
 	mux.HandleFunc("GET /sessions", func(w http.ResponseWriter, r *http.Request) {
 		type session struct {
@@ -72,7 +72,7 @@ func (s *Server) ControlHandler() http.Handler {
 		for _, ss := range s.Snapshot(monitor.PartSessions).Sessions {
 			out = append(out, session{ss.ID, ss.Timeout.Milliseconds(), ss.Remote != "", ss.Ephemerals})
 		}
-		reply(w, nil, map[string]any{"sessions": out})
+		writeControlReply(w, nil, map[string]any{"sessions": out})
 	})
 	return mux
 }
@@ -96,8 +96,8 @@ func sessionParam(w http.ResponseWriter, r *http.Request, required bool) (int64,
 	return id, true
 }
 
-// reply answers body, or err with the status it calls for.
-func reply(w http.ResponseWriter, err error, body map[string]any) {
+// writeControlReply answers body, or err with the status it calls for.
+func writeControlReply(w http.ResponseWriter, err error, body map[string]any) {
 	if err != nil {
 		status := http.StatusInternalServerError
 		switch {

@@ -256,3 +256,28 @@ func (s *Server) ResetConnectionStats() {
 		c.stats.reset()
 	}
 }
+
+// report copies the connection's statistics for cons, stat and the
+// connections admin command.
+func (c *conn) report() monitor.Connection {
+	cs := c.stats
+	r := monitor.Connection{
+		ID:          c.id,
+		Remote:      c.nc.RemoteAddr().String(),
+		Secure:      c.secure,
+		Session:     c.sessionID.Load(),
+		Timeout:     time.Duration(c.timeout.Load()),
+		Outstanding: cs.outstanding.Load(),
+		Received:    cs.received.Load(),
+		Sent:        cs.sent.Load(),
+		Established: cs.established,
+	}
+	cs.mu.Lock()
+	r.LastOp, r.LastCxid, r.LastZxid, r.LastResponse, r.LastLatency = cs.lastOp, cs.lastCxid, cs.lastZxid, cs.lastResponse, cs.lastLatency
+	r.MaxLatency = cs.maxLat
+	if cs.count > 0 {
+		r.MinLatency, r.AvgLatency = cs.minLat, cs.totalLat/cs.count
+	}
+	cs.mu.Unlock()
+	return r
+}

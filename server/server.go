@@ -3,102 +3,20 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/hutchzk/hutch/clock"
 	"github.com/hutchzk/hutch/monitor"
 	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/session"
 	"github.com/hutchzk/hutch/trace"
 	"github.com/hutchzk/hutch/zkdb"
 )
-
-// Server is one hutch node serving ZooKeeper clients. Its state (tree,
-// sessions, watches) is a zkdb.DB, changed only by the committer applying
-// commands; the server itself keeps only its connections.
-type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	clock  clock.Clock
-	nodeID uint64
-
-	db *zkdb.DB
-	// repl orders writes (set by Start); pending holds this node's
-	// proposals until they apply or are given up on.
-	repl    replication
-	pending pendingTable
-	// vouchLimit bounds how long a follower answers a client without a
-	// report of its activity reaching the leader, whatever its timeout.
-	vouchLimit time.Duration
-	stats      Stats
-	// trace receives every applied command and delivered watch event
-	// (see traceApplied); Config.Trace or the server's own.
-	trace *trace.Broker
-	// traceWatches holds the watch deliveries of the command being
-	// applied, published after it; guarded by the DB's lock (the sink
-	// runs under it).
-	traceWatches []trace.Event
-
-	// connsMu guards conns, perIP and nextConnID. It is taken after the
-	// DB's lock (the sink looks connections up while applying), never
-	// before.
-	connsMu    sync.Mutex
-	conns      map[int64]*conn // by connection id: the key of its watches and of its sessions' ownership
-	perIP      map[string]int  // by connLimitKey
-	nextConnID int64
-
-	// idsMu guards ids.
-	idsMu sync.Mutex
-	ids   *session.IDGenerator
-
-	// lifeMu serialises Start and Close and guards the listener fields
-	// they set (ln, secureLn, adminLn, metricsLn) and ctx.
-	lifeMu sync.Mutex
-	ln     net.Listener
-	// secureLn is the TLS client port, nil without SecureListenAddr.
-	secureLn net.Listener
-	adminLn  net.Listener // nil without AdminAddr
-	// metricsLn serves /metrics; nil without MetricsAddr.
-	metricsLn net.Listener
-	// monitor answers the operators: four-letter words, admin commands,
-	// metrics.
-	monitor *monitor.Monitor
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	closed  atomic.Bool
-	// notServing is set while a replicated node knows no leader: like a
-	// ZooKeeper follower that lost its leader, it drops its clients and
-	// turns new ones away so they move to a node in the majority.
-	notServing atomic.Bool
-	// ready is closed once the server serves clients (Ready).
-	ready     chan struct{}
-	readyOnce sync.Once
-	// gate holds connections' I/O and the timer loops while paused.
-	gate pauseGate
-	// timeMu guards movedOnPurpose, read by the expiry loop together with
-	// the clock so that an AdvanceClock lands wholly before or after.
-	timeMu sync.Mutex
-	// movedOnPurpose is how far AdvanceClock has moved the clock: the
-	// expiry loop does not count it as a stall.
-	movedOnPurpose time.Duration
-	// expiryMu guards expiring and serialises expiry passes.
-	expiryMu sync.Mutex
-	// expiring are the closes of expired sessions proposed and perhaps
-	// not yet applied, for AdvanceClock to wait on.
-	expiring []*proposal
-	// cleanupMu serialises container and TTL cleanup passes, so two never
-	// propose the same delete.
-	cleanupMu sync.Mutex
-}
 
 // Lifecycle errors.
 var (
@@ -139,36 +57,6 @@ func New(cfg Config) *Server {
 	}
 	s.pending = newPendingTable(s.nodeID)
 	return s
-}
-
-// openReplication starts the single node's ordering of writes, or joins
-// the Raft group.
-func (s *Server) openReplication() (replication, error) {
-	if s.cfg.Raft == nil {
-		return startLocalReplication(s.db, s.clock, s.nodeID), nil
-	}
-	rc := *s.cfg.Raft
-	if rc.Logger == nil {
-		rc.Logger = s.log
-	}
-	if rc.Clock == nil {
-		rc.Clock = s.clock
-	}
-	// A forwarded batch holds whole requests, each up to MaxFrameSize.
-	if need := 2 * int64(s.cfg.MaxFrameSize); rc.MaxForwardFrame < need {
-		rc.MaxForwardFrame = max(need, raftstore.DefaultMaxForwardFrame)
-	}
-	// Reports of client activity: twice a tick, and often enough that a
-	// few fit in a third of the shortest session timeout.
-	if rc.ReportInterval == 0 {
-		rc.ReportInterval = max(min(s.cfg.TickTime/2, s.cfg.MinSessionTimeout/9), 10*time.Millisecond)
-	}
-	n, err := raftstore.OpenNode(rc, s.db, replicationEvents{s})
-	if err != nil {
-		return nil, err
-	}
-	s.vouchLimit = n.LeaderlessLimit()
-	return n, nil
 }
 
 // firstConnID picks where this process numbers its connections. A
@@ -387,14 +275,6 @@ func (s *Server) Close() error {
 	return err
 }
 
-// forwarded counts the writes this node handed to the Raft leader.
-func (s *Server) forwarded() int64 {
-	if n, ok := s.repl.(*raftstore.Node); ok {
-		return n.Forwarded()
-	}
-	return 0
-}
-
 // Digest returns a hash of the whole tree and the last applied zxid; equal
 // digests at equal zxids mean two nodes hold identical trees.
 func (s *Server) Digest() (digest uint64, lastZxid int64) { return s.db.Digest() }
@@ -541,76 +421,6 @@ func (s *Server) unregister(c *conn) {
 	s.stats.connections.Add(-1)
 }
 
-// connByID returns the open connection with that id, or nil.
-func (s *Server) connByID(id int64) *conn {
-	s.connsMu.Lock()
-	defer s.connsMu.Unlock()
-	return s.conns[id]
-}
-
-// openConns lists the open connections.
-func (s *Server) openConns() []*conn {
-	s.connsMu.Lock()
-	defer s.connsMu.Unlock()
-	open := make([]*conn, 0, len(s.conns))
-	for _, c := range s.conns {
-		open = append(open, c)
-	}
-	return open
-}
-
-func remoteIP(a net.Addr) string {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		return ta.IP.String()
-	}
-	host, _, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	return host
-}
-
-// submit proposes a write and returns once it has been queued; p.done closes
-// after it applied. It reports false when the server is shutting down.
-func (s *Server) submit(p *proposal) bool {
-	p.done = make(chan struct{})
-	s.pending.add(p, s.clock.Now())
-	if s.repl.Propose(p.cmd, p.size) {
-		return true
-	}
-	s.pending.take(p.cmd.Seq)
-	return false
-}
-
-// await waits until p applied or was given up on, or the server is
-// closing (a proposal still queued then is never taken); it reports
-// whether p applied.
-func (s *Server) await(p *proposal) bool {
-	select {
-	case <-p.done:
-		return p.committed
-	case <-s.ctx.Done():
-		return false
-	}
-}
-
-// newPassword is a session password: 16 random bytes.
-func newPassword() []byte {
-	pw, err := session.NewPassword(rand.Reader)
-	if err != nil {
-		// crypto/rand does not fail on supported platforms.
-		panic(err)
-	}
-	return pw
-}
-
-// nextSessionID mints a session id.
-func (s *Server) nextSessionID() int64 {
-	s.idsMu.Lock()
-	defer s.idsMu.Unlock()
-	return s.ids.Next()
-}
-
 // dropUnvouched drops the connections this follower can no longer vouch
 // for. The leader, which expires sessions, hears of a client only through
 // this node's activity reports; vouched is when the newest report that
@@ -644,18 +454,6 @@ func (s *Server) dropUnvouched(now, vouched time.Time, limit time.Duration) {
 	}
 }
 
-// hasSessions reports whether any connection here carries a session.
-func (s *Server) hasSessions() bool {
-	s.connsMu.Lock()
-	defer s.connsMu.Unlock()
-	for _, c := range s.conns {
-		if c.sessionID.Load() != 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // setServing starts or stops serving clients; stopping drops every client
 // connection.
 func (s *Server) setServing(serving bool) {
@@ -675,3 +473,15 @@ func (s *Server) setServing(serving bool) {
 		c.out.abort()
 	}
 }
+
+// SecureAddr is the TLS client address, or nil without one.
+func (s *Server) SecureAddr() net.Addr {
+	if s.secureLn == nil {
+		return nil
+	}
+	return s.secureLn.Addr()
+}
+
+// wrapTLS makes an accepted socket of the secure port a TLS server
+// connection; the handshake waits for the connection's own goroutine.
+func (s *Server) wrapTLS(nc net.Conn) net.Conn { return tls.Server(nc, s.cfg.TLS) }

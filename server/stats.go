@@ -175,31 +175,6 @@ func (cs *connStats) reset() {
 	cs.mu.Unlock()
 }
 
-// report copies the connection's statistics for cons, stat and the
-// connections admin command.
-func (c *conn) report() monitor.Connection {
-	cs := c.stats
-	r := monitor.Connection{
-		ID:          c.id,
-		Remote:      c.nc.RemoteAddr().String(),
-		Secure:      c.secure,
-		Session:     c.sessionID.Load(),
-		Timeout:     time.Duration(c.timeout.Load()),
-		Outstanding: cs.outstanding.Load(),
-		Received:    cs.received.Load(),
-		Sent:        cs.sent.Load(),
-		Established: cs.established,
-	}
-	cs.mu.Lock()
-	r.LastOp, r.LastCxid, r.LastZxid, r.LastResponse, r.LastLatency = cs.lastOp, cs.lastCxid, cs.lastZxid, cs.lastResponse, cs.lastLatency
-	r.MaxLatency = cs.maxLat
-	if cs.count > 0 {
-		r.MinLatency, r.AvgLatency = cs.minLat, cs.totalLat/cs.count
-	}
-	cs.mu.Unlock()
-	return r
-}
-
 // lastOpName is the four-letter name cons shows for the last operation,
 // as ZooKeeper's FinalRequestProcessor names them.
 func lastOpName(op wire.OpCode) string {
@@ -265,55 +240,4 @@ func requestKind(op wire.OpCode) monitor.RequestKind {
 		return monitor.PingRequest
 	}
 	return monitor.WriteRequest
-}
-
-// received counts one request frame read from the connection.
-func (c *conn) received(n int) {
-	c.srv.stats.packetsReceived.Add(1)
-	c.srv.stats.bytesReceived.Add(int64(n))
-	c.stats.received.Add(1)
-}
-
-// begin marks a request as outstanding until its reply.
-func (c *conn) begin(op wire.OpCode, xid int32) request {
-	c.srv.stats.outstanding.Add(1)
-	c.stats.outstanding.Add(1)
-	return request{op: op, xid: xid, start: time.Now()}
-}
-
-// answered counts a reply to r: packets sent, and, for requests that
-// ZooKeeper's FinalRequestProcessor answers, latency and the connection's
-// last operation.
-func (c *conn) answered(r request, zxid int64) {
-	s := c.srv
-	s.stats.packetsSent.Add(1)
-	c.stats.sent.Add(1)
-	if r.start.IsZero() {
-		return
-	}
-	// A reply that comes after the connection gave up its requests
-	// (abandon) must not count them twice.
-	for n := c.stats.outstanding.Load(); ; n = c.stats.outstanding.Load() {
-		if n <= 0 {
-			break
-		}
-		if c.stats.outstanding.CompareAndSwap(n, n-1) {
-			s.stats.outstanding.Add(-1)
-			break
-		}
-	}
-	if r.op == wire.OpAuth || r.op == wire.OpSASL {
-		return // answered by the connection itself, as in ZooKeeper
-	}
-	now := time.Now()
-	ms := c.stats.replied(r, zxid, now)
-	s.stats.durations.Observe(requestKind(r.op), now.Sub(r.start))
-	s.stats.latency.add(ms)
-}
-
-// abandon gives up the connection's outstanding requests when it closes.
-func (c *conn) abandon() {
-	if n := c.stats.outstanding.Swap(0); n != 0 {
-		c.srv.stats.outstanding.Add(-n)
-	}
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"net"
 	"time"
 
@@ -20,30 +19,6 @@ const tlsHandshakeTimeout = 10 * time.Second
 // schemeX509 is the scheme of the identity a verified client certificate
 // gives (X509AuthenticationProvider.getScheme).
 const schemeX509 = "x509"
-
-// checkTLS refuses half a secure port: an address without a TLS
-// configuration, or the reverse.
-func (c Config) checkTLS() error {
-	switch {
-	case c.SecureListenAddr != "" && c.TLS == nil:
-		return fmt.Errorf("secure client address %s has no TLS configuration", c.SecureListenAddr)
-	case c.SecureListenAddr == "" && c.TLS != nil:
-		return errors.New("TLS configuration given without a secure client address")
-	}
-	return nil
-}
-
-// SecureAddr is the TLS client address, or nil without one.
-func (s *Server) SecureAddr() net.Addr {
-	if s.secureLn == nil {
-		return nil
-	}
-	return s.secureLn.Addr()
-}
-
-// wrapTLS makes an accepted socket of the secure port a TLS server
-// connection; the handshake waits for the connection's own goroutine.
-func (s *Server) wrapTLS(nc net.Conn) net.Conn { return tls.Server(nc, s.cfg.TLS) }
 
 // connLimitKey is what maxClientCnxns counts a connection under: its
 // address, per port, since ZooKeeper's plain and secure ports are two

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,10 @@ type Route struct {
 	// Target is the node's real peer listener, where its connections are
 	// forwarded.
 	Target string
+	// FrontPort, when set, is the port the node's front listens on (on
+	// IP); 0 lets the system pick one, which may be one a test has just
+	// chosen for another listener on that address.
+	FrontPort int
 }
 
 // Switch partitions separate processes on loopback. For each node it
@@ -68,7 +73,7 @@ func StartSwitch(tb testing.TB, routes []Route) *Switch {
 		if _, dup := s.byIP[r.IP]; dup {
 			tb.Fatalf("switch: two nodes on %s", r.IP)
 		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(r.IP, "0"))
+		ln, err := net.Listen("tcp", net.JoinHostPort(r.IP, strconv.Itoa(r.FrontPort)))
 		if err != nil {
 			tb.Fatalf("switch: listen for node %s: %v", r.Node, err)
 		}

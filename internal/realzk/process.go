@@ -238,10 +238,17 @@ var handedOut struct {
 	ports map[int]bool
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago and that
-// it has not returned before. Another process may take it before the
-// caller binds it; the Start functions retry.
+// FreePort returns a loopback TCP port that was free a moment ago on
+// 127.0.0.1 and that it has not returned before. Another process may take
+// it before the caller binds it; the Start functions retry.
 func FreePort(tb testing.TB) int {
+	tb.Helper()
+	return FreePortOn(tb, "127.0.0.1")
+}
+
+// FreePortOn is FreePort for another loopback address, such as a node's
+// own 127.0.0.3: a port free on one address may be taken on another.
+func FreePortOn(tb testing.TB, ip string) int {
 	tb.Helper()
 	handedOut.Lock()
 	defer handedOut.Unlock()
@@ -249,9 +256,9 @@ func FreePort(tb testing.TB) int {
 		handedOut.ports = make(map[int]bool)
 	}
 	for range 1000 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 		if err != nil {
-			tb.Fatalf("free port: %v", err)
+			tb.Fatalf("free port on %s: %v", ip, err)
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
 		ln.Close()

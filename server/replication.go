@@ -1,0 +1,134 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hutchzk/hutch/tree"
+
+	"github.com/hutchzk/hutch/raftstore"
+)
+
+// ReplicationInfo describes this node's place in its ensemble, for the
+// four-letter words, the admin commands and the metrics. A standalone
+// node has only Mode set.
+type ReplicationInfo struct {
+	Mode        string // standalone, leader or follower
+	NodeID      uint64
+	LeaderID    uint64 // 0 when no leader is known
+	LeaderAddr  string
+	Term        uint64
+	Members     []raftstore.Member
+	LastContact time.Time // the leader's last contact; zero on the leader
+	// Raft holds hashicorp/raft's statistics (commit_index, applied_index,
+	// last_log_index, last_snapshot_index, ...) as numbers where they are.
+	Raft map[string]string
+	// DataDir is where the Raft log and snapshots live; "" in memory.
+	DataDir string
+}
+
+// Replication reports this node's place in its ensemble.
+func (s *Server) Replication() ReplicationInfo {
+	if s.repl == nil {
+		return ReplicationInfo{Mode: raftstore.Standalone.String(), NodeID: s.nodeID}
+	}
+	in := s.repl.Info()
+	return ReplicationInfo{Mode: in.Role.String(), NodeID: in.NodeID, LeaderID: in.LeaderID, LeaderAddr: in.LeaderAddr,
+		Term: in.Term, Members: in.Members, LastContact: in.LastContact, Raft: in.Raft, DataDir: in.DataDir}
+}
+
+// catchUp brings this node's state up to every write committed before the
+// call, for sync and re-attach.
+func (s *Server) catchUp(ctx context.Context) error {
+	err := s.repl.CatchUp(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return tree.ErrSystemError
+	}
+	return err
+}
+
+// AddMember adds a voting member to the ensemble. Only the leader can.
+func (s *Server) AddMember(id uint64, raftAddr string) error { return s.repl.AddMember(id, raftAddr) }
+
+// RemoveMember removes a member from the ensemble. Only the leader can.
+func (s *Server) RemoveMember(id uint64) error { return s.repl.RemoveMember(id) }
+
+// replicationEvents is how a raftstore.Node reaches the server.
+type replicationEvents struct{ s *Server }
+
+func (e replicationEvents) Failed(seqs []uint64) {
+	for _, seq := range seqs {
+		e.s.pending.fail(seq)
+	}
+}
+
+func (e replicationEvents) Stranded(upTo uint64) {
+	stranded := e.s.pending.selectSeqs(func(seq uint64, _ *proposal) bool { return seq <= upTo })
+	if len(stranded) > 0 {
+		e.s.log.Info("dropping writes lost with the old leader", "writes", len(stranded))
+	}
+	for _, seq := range stranded {
+		e.s.pending.fail(seq)
+	}
+}
+
+func (e replicationEvents) Serving(ok bool) { e.s.setServing(ok) }
+
+func (e replicationEvents) Vouch(reached time.Time) {
+	e.s.dropUnvouched(time.Now(), reached, e.s.vouchLimit)
+}
+
+// proposalTimeout bounds how long a write may wait for its commit before its
+// connection is dropped, as a ZooKeeper client sees connection loss when a
+// leader dies with its request in flight.
+const proposalTimeout = 10 * time.Second
+
+// sweep gives up on proposals that have waited proposalTimeout, looking
+// every quarter of it.
+func (s *Server) sweep() {
+	s.repeat(s.ctx, proposalTimeout/4, func() {
+		cutoff := s.clock.Now().Add(-proposalTimeout)
+		for _, seq := range s.pending.selectSeqs(func(_ uint64, p *proposal) bool { return p.since.Before(cutoff) }) {
+			s.pending.fail(seq)
+		}
+	})
+}
+
+// openReplication starts the single node's ordering of writes, or joins
+// the Raft group.
+func (s *Server) openReplication() (replication, error) {
+	if s.cfg.Raft == nil {
+		return startLocalReplication(s.db, s.clock, s.nodeID), nil
+	}
+	rc := *s.cfg.Raft
+	if rc.Logger == nil {
+		rc.Logger = s.log
+	}
+	if rc.Clock == nil {
+		rc.Clock = s.clock
+	}
+	// A forwarded batch holds whole requests, each up to MaxFrameSize.
+	if need := 2 * int64(s.cfg.MaxFrameSize); rc.MaxForwardFrame < need {
+		rc.MaxForwardFrame = max(need, raftstore.DefaultMaxForwardFrame)
+	}
+	// Reports of client activity: twice a tick, and often enough that a
+	// few fit in a third of the shortest session timeout.
+	if rc.ReportInterval == 0 {
+		rc.ReportInterval = max(min(s.cfg.TickTime/2, s.cfg.MinSessionTimeout/9), 10*time.Millisecond)
+	}
+	n, err := raftstore.OpenNode(rc, s.db, replicationEvents{s})
+	if err != nil {
+		return nil, err
+	}
+	s.vouchLimit = n.LeaderlessLimit()
+	return n, nil
+}
+
+// forwarded counts the writes this node handed to the Raft leader.
+func (s *Server) forwarded() int64 {
+	if n, ok := s.repl.(*raftstore.Node); ok {
+		return n.Forwarded()
+	}
+	return 0
+}
