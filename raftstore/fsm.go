@@ -101,21 +101,30 @@ func (f *fsm) applyCommitted(logs raft.LogStore, index, term uint64) bool {
 	if index < from {
 		return true
 	}
-	var l raft.Log
-	if err := logs.GetLog(index, &l); err != nil || l.Term != term {
+	if l, err := readLog(logs, index); err != nil || l.Term != term {
 		return false
 	}
 	for i := from; i <= index; i++ {
-		if err := logs.GetLog(i, &l); err != nil {
+		l, err := readLog(logs, i)
+		if err != nil {
 			return false // compacted under a snapshot, which covers it
 		}
 		if l.Type != raft.LogCommand || l.Index <= f.db.Applied() {
 			continue
 		}
-		f.db.Apply(f.decode(&l), l.Index)
+		f.db.Apply(f.decode(l), l.Index)
 		f.applied(l.Index, l.Term)
 	}
 	return true
+}
+
+// readLog reads one entry into a raft.Log of its own. Reusing one is
+// unsafe: raft.LogCache hands out its cached entry's Data, and a store
+// decoding the next entry into the same raft.Log writes over that buffer
+// (the msgpack decoder reuses a slice it is given), corrupting the cache.
+func readLog(logs raft.LogStore, index uint64) (*raft.Log, error) {
+	l := new(raft.Log)
+	return l, logs.GetLog(index, l)
 }
 
 // waitCh returns the applied index and a channel closed when it next moves.
