@@ -46,6 +46,8 @@ type Server struct {
 	// applied, published after it; guarded by the DB's lock (the sink
 	// runs under it).
 	traceWatches []trace.Event
+	// children keeps large nodes' sorted child names for Children.
+	children childCache
 
 	// connsMu guards conns, perIP and nextConnID. It is taken after the
 	// DB's lock (the sink looks connections up while applying), never
@@ -60,7 +62,7 @@ type Server struct {
 	ids   *session.IDGenerator
 
 	// lifeMu serialises Start and Close and guards the listener fields
-	// they set (ln, secureLn, adminLn, metricsLn) and ctx.
+	// they set (ln, secureLn, adminLn, metricsLn, uiLn) and ctx.
 	lifeMu sync.Mutex
 	ln     net.Listener
 	// secureLn is the TLS client port, nil without SecureListenAddr.
@@ -68,8 +70,9 @@ type Server struct {
 	adminLn  net.Listener // nil without AdminAddr
 	// metricsLn serves /metrics; nil without MetricsAddr.
 	metricsLn net.Listener
+	uiLn      net.Listener // nil without UIAddr
 	// monitor answers the operators: four-letter words, admin commands,
-	// metrics.
+	// metrics, the live view.
 	monitor *monitor.Monitor
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -132,7 +135,7 @@ func New(cfg Config) *Server {
 	s.gate.init()
 	s.stats.init()
 	s.monitor = monitor.New(s, monitor.Config{FourLetterWords: cfg.FourLetterWords, ListenAddr: cfg.ListenAddr,
-		AdminToken: cfg.AdminToken, MaxMemberID: MaxServerID, Logger: cfg.Logger})
+		AdminToken: cfg.AdminToken, AdminAddr: cfg.AdminAddr, MaxMemberID: MaxServerID, Logger: cfg.Logger})
 	s.db = zkdb.New(zkdb.Config{TickTime: cfg.TickTime, Clock: cfg.Clock, Sink: sink{s}, SASL: len(cfg.SASLUsers) > 0, Logger: cfg.Logger})
 	if cfg.Raft != nil {
 		s.nodeID = cfg.Raft.NodeID
@@ -238,6 +241,10 @@ func (s *Server) Start() error {
 	if err != nil {
 		return err
 	}
+	uiLn, err := listen("ui listen", s.cfg.UIAddr)
+	if err != nil {
+		return err
+	}
 	repl, err := s.openReplication()
 	if err != nil {
 		release()
@@ -253,6 +260,10 @@ func (s *Server) Start() error {
 	if metricsLn != nil {
 		s.metricsLn = metricsLn
 		s.goLoop(func() { s.serveHTTP("metrics", metricsLn, s.monitor.MetricsHandler()) })
+	}
+	if uiLn != nil {
+		s.uiLn = uiLn
+		s.goLoop(func() { s.serveHTTP("ui", uiLn, s.monitor.UIHandler(s.cfg.UIAddr)) })
 	}
 	if s.cfg.Raft != nil {
 		// A single node applies every proposal itself: nothing to give up on.
@@ -335,6 +346,16 @@ func (s *Server) MetricsAddr() net.Addr {
 		return nil
 	}
 	return s.metricsLn.Addr()
+}
+
+// UIAddr is the live view's own HTTP address, or nil without one.
+func (s *Server) UIAddr() net.Addr {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	if s.uiLn == nil {
+		return nil
+	}
+	return s.uiLn.Addr()
 }
 
 // serveHTTP runs one of the operators' HTTP listeners until the server
