@@ -45,21 +45,6 @@ func javaString(data []byte) string {
 	return b.String()
 }
 
-// permString is ZKUtil.getPermString: the letters of perms in the order c,
-// d, r, w, a.
-func permString(perms int32) string {
-	var b strings.Builder
-	for _, p := range []struct {
-		bit    int32
-		letter byte
-	}{{wire.PermCreate, 'c'}, {wire.PermDelete, 'd'}, {wire.PermRead, 'r'}, {wire.PermWrite, 'w'}, {wire.PermAdmin, 'a'}} {
-		if perms&p.bit != 0 {
-			b.WriteByte(p.letter)
-		}
-	}
-	return b.String()
-}
-
 // juteString is how a jute record's toString writes a string field
 // (ToStringOutputArchive): quoted with ', and \0 \n \r , } % escaped.
 func juteString(s string) string {
@@ -70,7 +55,7 @@ func juteString(s string) string {
 // aclLine is one line group of getAcl: the Id record's toString, which
 // ends in a newline, then ": " and the permissions.
 func aclLine(a wire.ACL) string {
-	return juteString(a.ID.Scheme) + "," + juteString(a.ID.ID) + "\n: " + permString(a.Perms)
+	return juteString(a.ID.Scheme) + "," + juteString(a.ID.ID) + "\n: " + wire.PermString(a.Perms)
 }
 
 // javaList is java.util.List's toString: "[a, b]".

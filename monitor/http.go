@@ -14,9 +14,13 @@ import (
 
 // AdminHandler serves ZooKeeper's AdminServer commands under /commands/
 // (by name or alias, JSON answers as in ZooKeeper 3.8), hutch's own, GET
-// /commands, the list, and the membership changes.
+// /commands, the list, and the membership changes; and the live view
+// and the event trace (UIHandler on Config.AdminAddr).
 func (m *Monitor) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
+	ui := m.UIHandler(m.cfg.AdminAddr)
+	mux.Handle("/ui/", ui)
+	mux.Handle("/trace", ui)
 	mux.HandleFunc("GET /commands", func(w http.ResponseWriter, _ *http.Request) {
 		var names []string
 		for i := range registry {

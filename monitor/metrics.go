@@ -84,6 +84,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	emit("hutch_watch_notifications_total", "Watch notifications sent to this node's clients.", prometheus.CounterValue, float64(st.Notifications))
 	emit("hutch_forwarded_writes_total", "Writes this node handed to another node, the Raft leader.", prometheus.CounterValue, float64(st.Forwarded))
 	collectLatency(ch, st.Durations)
+	viewers, lost := c.m.hub.counts()
+	emit("hutch_trace_viewers", "Event trace streams open (/trace, the live view's trace panel).", prometheus.GaugeValue, float64(viewers))
+	emit("hutch_trace_dropped_total", "Trace events a stream's filter kept but it did not get: over its rate, or behind.", prometheus.CounterValue, float64(lost))
+	emit("hutch_ui_pages_total", "Live view pages and panel redraws served.", prometheus.CounterValue, float64(c.m.pages.Load()))
 
 	for _, mode := range []string{Standalone, Leader, Follower} {
 		emit("hutch_server_state", "1 for this node's role (mntr's server_state), 0 for the others.",

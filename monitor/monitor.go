@@ -5,6 +5,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // Monitor serves a Source's state to operators: four-letter words
@@ -20,6 +21,11 @@ type Monitor struct {
 	// byWord and byName index the registry.
 	byWord map[string]*command
 	byName map[string]*command
+	// snaps are the live view's shared snapshots, hub its trace streams,
+	// pages the panels it rendered.
+	snaps sharedSnapshots
+	hub   traceHub
+	pages atomic.Int64
 }
 
 // DefaultFourLetterWords are the words answered by default on a client
@@ -42,8 +48,12 @@ type Config struct {
 	ListenAddr string
 	// AdminToken, when set, lets an admin request carrying
 	// "Authorization: Bearer <token>" change the membership; without it
-	// membership changes are refused.
+	// membership changes are refused. The live view and the trace on a
+	// non-loopback address require it too (UIHandler).
 	AdminToken string
+	// AdminAddr is the admin port's configured address: AdminHandler
+	// serves the live view there, as UIHandler(AdminAddr).
+	AdminAddr string
 	// MaxMemberID is the largest member id a membership change may name.
 	MaxMemberID uint64
 	// Logger receives the HTTP listeners' errors; slog.Default() when nil.

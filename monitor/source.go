@@ -3,6 +3,7 @@ package monitor
 import (
 	"time"
 
+	"github.com/hutchzk/hutch/trace"
 	"github.com/hutchzk/hutch/wire"
 )
 
@@ -20,6 +21,9 @@ type Source interface {
 	// Children lists, in name order, at most limit children of path whose
 	// names sort after after ("" from the first): one page of a listing.
 	Children(path, after string, limit int) ([]string, error)
+	// Trace is where the server publishes what it applies and delivers
+	// (the live view's event trace); nil for none.
+	Trace() *trace.Broker
 
 	// ResetStats clears what srst clears: packet counts, latencies and
 	// proposal sizes.
@@ -182,6 +186,21 @@ type Session struct {
 	// Expires is when this node's timer expires the session unless it
 	// is touched; zero where this node runs no session timers.
 	Expires time.Time
+	// Node is the member of the ensemble the session is connected
+	// through, as replicated (every member knows it); 0 when unknown.
+	Node uint64
+	// LastHeard is when this node last heard from the session's client,
+	// as far as it knows: where it runs the session timers, the timer's
+	// last touch (a request here, or another member's report of one);
+	// elsewhere the last request answered on its connection here; zero
+	// when neither.
+	LastHeard time.Time
+	// WatchCount counts the watches its connection holds on this node,
+	// and Auth lists the identities added to it ("ip:127.0.0.1",
+	// "digest:alice": a digest's user, never its hash); both only where
+	// the session is attached through this node (Remote set).
+	WatchCount int
+	Auth       []string
 }
 
 // Watch is one watch: a connection's entry on a path in one of
@@ -226,4 +245,8 @@ type Node struct {
 	Readable bool
 	Data     []byte
 	ACL      []wire.ACL
+	// Container and TTL tell the modes Stat cannot: a container, or a
+	// TTL node with its TTL.
+	Container bool
+	TTL       time.Duration
 }

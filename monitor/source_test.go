@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchzk/hutch/trace"
 	"github.com/hutchzk/hutch/wire"
 )
 
@@ -21,7 +22,11 @@ type memSource struct {
 	state Snapshot
 	nodes map[string]Node
 	calls int // snapshots taken
+	// broker is the trace; a test publishes to it.
+	broker trace.Broker
 }
+
+func (m *memSource) Trace() *trace.Broker { return &m.broker }
 
 func (m *memSource) Snapshot(want Parts) *Snapshot {
 	m.mu.Lock()

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Runs every hutch test, the real-ZooKeeper side included: installs Debian's
-# ZooKeeper, Curator, kazoo, pytest and JUnit when they are missing, then go vet and go test
-# (fuzz targets run their seed corpora). With CI=true a test that would skip
-# for want of real ZooKeeper fails instead.
+# ZooKeeper, Curator, kazoo, pytest, JUnit and Chromium (for the live view's
+# browser test) when they are missing, then go vet and go test (fuzz targets
+# run their seed corpora). With CI=true a test that would skip for want of
+# real ZooKeeper or Chromium fails instead.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-packages=(zookeeper zookeeper-bin libcurator-recipes-java libcurator-framework-java python3-kazoo python3-pytest junit4)
+packages=(zookeeper zookeeper-bin libcurator-recipes-java libcurator-framework-java python3-kazoo python3-pytest junit4 chromium)
 if ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then
   sudo=()
   if [ "$(id -u)" -ne 0 ]; then

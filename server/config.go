@@ -53,8 +53,12 @@ type Config struct {
 	AdminAddr string
 	// AdminToken, when set, lets an admin HTTP request carrying
 	// "Authorization: Bearer <token>" change the membership; without it
-	// membership changes are refused.
+	// membership changes are refused. The live view, on a non-loopback
+	// address, requires it too.
 	AdminToken string
+	// UIAddr, when set, serves the live view (/ui/) and the event trace
+	// (/trace) here, as the admin port does too (monitor.UIHandler).
+	UIAddr string
 	// FourLetterWords lists the four-letter words answered, as
 	// 4lw.commands.whitelist does ("*" for all); srvr always answers, as
 	// in ZooKeeper, where zkServer.sh relies on it. Nil takes the

@@ -4,10 +4,13 @@ import (
 	"cmp"
 	"net"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/hutchzk/hutch/monitor"
 	"github.com/hutchzk/hutch/session"
+	"github.com/hutchzk/hutch/wire"
 	"github.com/hutchzk/hutch/zkdb"
 )
 
@@ -134,19 +137,24 @@ func (s *Server) connectionReports() []monitor.Connection {
 	return out
 }
 
+// introspectionPiece is how many sessions, or watching connections, one
+// hold of the DB's locks reads for a snapshot: a snapshot of 10,000
+// sessions is taken in pieces, so a write waits at most for one piece.
+const introspectionPiece = 256
+
 // sessionReports lists the sessions: those on the timers this node
 // expires them by first, in timer order, then the others by id. A
 // follower reports no timers: the leader's are the ones that expire
-// sessions, and ZooKeeper's learners report none either.
+// sessions, and ZooKeeper's learners report none either. Sessions closed
+// while the pieces are read are left out.
 func (s *Server) sessionReports(mode string) []monitor.Session {
 	var buckets []session.Bucket
 	if mode != monitor.Follower {
 		buckets = s.db.ExpiryBuckets()
 	}
-	open := s.db.Sessions()
-	ephemerals := s.db.Ephemerals()
-	out := make([]monitor.Session, 0, len(open))
-	index := map[int64]int{}
+	ids := s.db.SessionIDs()
+	out := make([]monitor.Session, 0, len(ids))
+	index := make(map[int64]int, len(ids))
 	get := func(id int64) *monitor.Session {
 		i, ok := index[id]
 		if !ok {
@@ -161,40 +169,65 @@ func (s *Server) sessionReports(mode string) []monitor.Session {
 			get(id).Expires = b.Expires
 		}
 	}
-	for _, info := range open {
-		se := get(info.ID)
-		se.Timeout = info.Timeout
-		if c := s.connByID(info.Conn); c != nil {
-			se.Remote = c.nc.RemoteAddr().String()
+	open := make(map[int64]bool, len(ids))
+	for piece := range slices.Chunk(ids, introspectionPiece) {
+		if mode != monitor.Follower {
+			for i, at := range s.db.LastTouches(piece) {
+				get(piece[i]).LastHeard = at
+			}
+		}
+		for _, info := range s.db.SessionDetails(piece) {
+			open[info.ID] = true
+			se := get(info.ID)
+			se.Timeout, se.Node, se.Ephemerals = info.Timeout, info.Node, info.Ephemerals
+			if c := s.connByID(info.Conn); c != nil {
+				s.describeConn(se, c)
+			}
 		}
 	}
-	owners := make([]int64, 0, len(ephemerals))
-	for id := range ephemerals {
-		owners = append(owners, id)
+	return slices.DeleteFunc(out, func(se monitor.Session) bool { return !open[se.ID] })
+}
+
+// describeConn adds what this node knows of a session attached through
+// one of its connections: the client's address, the identities it added
+// (a digest's user, never its hash) and the watches it holds here; and,
+// where no timer says when the session was last heard, its last request.
+func (s *Server) describeConn(se *monitor.Session, c *conn) {
+	se.Remote = c.nc.RemoteAddr().String()
+	se.WatchCount = s.db.WatchCount(c.id)
+	for _, id := range c.identities() {
+		name := id.ID
+		if id.Scheme == "digest" {
+			name, _, _ = strings.Cut(name, ":")
+		}
+		se.Auth = append(se.Auth, id.Scheme+":"+name)
 	}
-	slices.Sort(owners)
-	for _, id := range owners {
-		get(id).Ephemerals = ephemerals[id]
+	if se.LastHeard.IsZero() {
+		r := c.report()
+		se.LastHeard = r.LastResponse
+		if se.LastHeard.IsZero() {
+			se.LastHeard = r.Established
+		}
 	}
-	return out
 }
 
 // watchReports lists the watches with the sessions of the connections
 // that set them (the DB keeps them by connection; ZooKeeper reports them
-// by session).
+// by session), reading them a piece of connections at a time.
 func (s *Server) watchReports() []monitor.Watch {
-	entries := s.db.Watches()
-	out := make([]monitor.Watch, len(entries))
-	sessions := map[int64]int64{}
-	for i, e := range entries {
-		id, ok := sessions[e.Watcher]
-		if !ok {
-			if c := s.connByID(e.Watcher); c != nil {
-				id = c.sessionID.Load()
+	var out []monitor.Watch
+	for piece := range slices.Chunk(s.db.Watchers(), introspectionPiece) {
+		sessions := map[int64]int64{}
+		for _, e := range s.db.WatchesOf(piece) {
+			id, ok := sessions[e.Watcher]
+			if !ok {
+				if c := s.connByID(e.Watcher); c != nil {
+					id = c.sessionID.Load()
+				}
+				sessions[e.Watcher] = id
 			}
-			sessions[e.Watcher] = id
+			out = append(out, monitor.Watch{Path: e.Path, Watcher: e.Watcher, Session: id, Child: e.Child, Mode: e.Mode})
 		}
-		out[i] = monitor.Watch{Path: e.Path, Watcher: e.Watcher, Session: id, Child: e.Child, Mode: e.Mode}
 	}
 	return out
 }
@@ -220,6 +253,9 @@ func (s *Server) Node(path string) (monitor.Node, error) {
 		if n.Stat, err = v.Tree.Exists(path); err != nil {
 			return
 		}
+		var ttl int64
+		n.Container, ttl, _ = v.Tree.Mode(path)
+		n.TTL = time.Duration(ttl) * time.Millisecond
 		data, _, dataErr := v.Tree.GetData(path, nil)
 		acl, _, aclErr := v.Tree.GetACL(path, nil)
 		if dataErr == nil && aclErr == nil {
@@ -230,20 +266,106 @@ func (s *Server) Node(path string) (monitor.Node, error) {
 }
 
 // Children reads one page of a znode's children as an anonymous client
-// would (monitor.Source).
+// would (monitor.Source). A page of a small node is picked in one pass
+// over its children under the read lock; a node with many children is
+// copied once under the lock, sorted outside it and kept while its
+// children stay the same, so paging through 100,000 children costs the
+// writes one copy, not a pass per page.
 func (s *Server) Children(path, after string, limit int) ([]string, error) {
-	var names []string
-	var err error
-	s.db.Read(func(v *zkdb.View) { names, _, err = v.Tree.GetChildren(path, nil) })
-	if err != nil {
-		return nil, err
+	if names, ok := s.children.page(s.db, path, after, limit); ok {
+		return names, nil
 	}
+	var names []string
+	var st wire.Stat
+	var err error
+	s.db.Read(func(v *zkdb.View) {
+		st, err = v.Tree.Exists(path)
+		if err != nil {
+			return
+		}
+		if st.NumChildren < manyChildren {
+			names, _, err = v.Tree.ChildrenPage(path, after, limit, nil)
+			return
+		}
+		names, st, err = v.Tree.ChildNames(path, nil)
+	})
+	if err != nil || st.NumChildren < manyChildren {
+		return names, err
+	}
+	slices.Sort(names)
+	s.children.keep(path, st, names)
+	return pageAfter(names, after, limit), nil
+}
+
+// manyChildren is where Children starts keeping a node's sorted names.
+const manyChildren = 1000
+
+// childCache keeps the sorted child names of a few large nodes, each
+// valid while the node's czxid and pzxid (which every child created or
+// deleted moves) stay the same.
+type childCache struct {
+	mu      sync.Mutex // guards entries
+	entries []childList
+}
+
+type childList struct {
+	path         string
+	czxid, pzxid int64
+	names        []string // sorted; never changed once kept
+}
+
+// childCacheSize is how many large nodes' names are kept.
+const childCacheSize = 4
+
+// page answers from the cache if it holds path's names as they are now.
+func (c *childCache) page(db *zkdb.DB, path, after string, limit int) ([]string, bool) {
+	c.mu.Lock()
+	var hit *childList
+	for i := range c.entries {
+		if c.entries[i].path == path {
+			hit = &c.entries[i]
+		}
+	}
+	var list childList
+	if hit != nil {
+		list = *hit
+	}
+	c.mu.Unlock()
+	if hit == nil {
+		return nil, false
+	}
+	fresh := false
+	db.Read(func(v *zkdb.View) {
+		// Children needs READ on the node: an ACL changed since is NoAuth.
+		if st, err := v.Tree.ExistsACL(path, nil); err == nil {
+			fresh = st.Czxid == list.czxid && st.Pzxid == list.pzxid
+		}
+	})
+	if !fresh {
+		return nil, false
+	}
+	return pageAfter(list.names, after, limit), true
+}
+
+// keep remembers path's sorted names, dropping the oldest entry if full.
+func (c *childCache) keep(path string, st wire.Stat, names []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries = slices.DeleteFunc(c.entries, func(l childList) bool { return l.path == path })
+	if len(c.entries) == childCacheSize {
+		c.entries = c.entries[1:]
+	}
+	c.entries = append(c.entries, childList{path: path, czxid: st.Czxid, pzxid: st.Pzxid, names: names})
+}
+
+// pageAfter is the page of sorted names after after.
+func pageAfter(names []string, after string, limit int) []string {
 	from, found := slices.BinarySearch(names, after)
 	if found {
 		from++
 	}
 	to := min(from+max(limit, 0), len(names))
-	return slices.Clone(names[from:to]), nil
+	return slices.Clone(names[from:to])
 }
 
 // ResetStats clears what srst clears (monitor.Source).

@@ -2,7 +2,9 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +16,8 @@ import (
 )
 
 var _ monitor.Source = (*Server)(nil)
+
+var worldACL = []wire.ACL{{Perms: wire.PermAll, ID: wire.ID{Scheme: "world", ID: "anyone"}}}
 
 // TestSnapshot: a snapshot reads the parts asked for, and only those,
 // from the server's own state: its connections, its sessions with the
@@ -59,6 +63,10 @@ func TestSnapshot(t *testing.T) {
 	got := snap.Sessions[0]
 	if exp := got.Expires; exp.Before(snap.Taken) || exp.After(snap.Taken.Add(20*time.Second+s.cfg.TickTime)) {
 		t.Errorf("session timer fires at %v, %v after the snapshot", exp, exp.Sub(snap.Taken))
+	}
+	if heard := got.Expires.Sub(got.LastHeard); heard < got.Timeout || heard > got.Timeout+s.cfg.TickTime ||
+		got.LastHeard.After(snap.Taken) || got.Node != s.nodeID || got.WatchCount != 4 || !slices.Equal(got.Auth, []string{"ip:127.0.0.1"}) {
+		t.Errorf("session %+v: want last heard within a tick of a timeout before expiry, node %d, 4 watches, ip identity", got, s.nodeID)
 	}
 	got.Expires = time.Time{}
 	if !equalSession(got, want) {
@@ -110,11 +118,11 @@ func TestSnapshotFollower(t *testing.T) {
 		}
 		switch se.ID {
 		case here.SessionID():
-			if se.Remote == "" {
-				t.Errorf("session %#x attached here has no client address", se.ID)
+			if se.Remote == "" || se.Node != follower.nodeID || se.LastHeard.IsZero() || len(se.Auth) == 0 {
+				t.Errorf("session %#x attached here: %+v", se.ID, se)
 			}
 		case there.SessionID():
-			if se.Remote != "" || se.Timeout == 0 {
+			if se.Remote != "" || se.Timeout == 0 || se.Node != leader.nodeID || !se.LastHeard.IsZero() || se.Auth != nil {
 				t.Errorf("session %#x attached elsewhere: %+v", se.ID, se)
 			}
 		default:
@@ -176,5 +184,81 @@ func TestNodeAndChildren(t *testing.T) {
 	}
 	if _, err := s.Children("/secret", "", 10); !errors.Is(err, tree.ErrNoAuth) {
 		t.Errorf("children of /secret: %v", err)
+	}
+	if err := s.CreateNode("/ttl", nil, worldACL, wire.ModePersistentWithTTL, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateNode("/box", nil, worldACL, wire.ModeContainer, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Node("/ttl"); err != nil || n.TTL != time.Minute || n.Container {
+		t.Errorf("Node(/ttl) = %+v, %v", n, err)
+	}
+	if n, err := s.Node("/box"); err != nil || n.TTL != 0 || !n.Container {
+		t.Errorf("Node(/box) = %+v, %v", n, err)
+	}
+}
+
+// TestChildrenOfALargeNode: a node with more children than a page is
+// worth keeping sorted pages through them as a small one does, and the
+// kept names follow a child created or deleted and an ACL that closes
+// the node.
+func TestChildrenOfALargeNode(t *testing.T) {
+	s := startServer(t, Config{})
+	world := worldACL
+	if err := s.CreateNode("/big", nil, world, wire.ModePersistent, 0); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	var wg sync.WaitGroup
+	errs := make(chan error, manyChildren+10)
+	for i := range manyChildren + 10 {
+		name := fmt.Sprintf("c%05d", (i*7919)%(manyChildren+10))
+		want = append(want, name)
+		wg.Go(func() { errs <- s.CreateNode("/big/"+name, nil, world, wire.ModePersistent, 0) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(want)
+	all := func() []string {
+		var got []string
+		for after := ""; ; {
+			page, err := s.Children("/big", after, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				return got
+			}
+			got = append(got, page...)
+			after = page[len(page)-1]
+		}
+	}
+	if got := all(); !slices.Equal(got, want) {
+		t.Fatalf("paged %d names, want %d in order", len(got), len(want))
+	}
+	if err := s.CreateNode("/big/a-first", nil, world, wire.ModePersistent, 0); err != nil {
+		t.Fatal(err)
+	}
+	if page, err := s.Children("/big", "", 2); err != nil || !slices.Equal(page, []string{"a-first", want[0]}) {
+		t.Fatalf("after a create: %v, %v", page, err)
+	}
+	c, _ := dial(t, s.Addr().String(), 10*time.Second)
+	if err := c.Delete("/big/a-first", -1); err != nil {
+		t.Fatal(err)
+	}
+	if page, err := s.Children("/big", "", 1); err != nil || !slices.Equal(page, want[:1]) {
+		t.Fatalf("after a delete: %v, %v", page, err)
+	}
+	if _, err := c.SetACL("/big", zk.DigestACL(zk.PermAll, "bob", "secret"), -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Children("/big", "", 1); !errors.Is(err, tree.ErrNoAuth) {
+		t.Fatalf("after the ACL closed it: %v", err)
 	}
 }

@@ -50,7 +50,7 @@ func New(cfg Config) *Server {
 	s.gate.init()
 	s.stats.init()
 	s.monitor = monitor.New(s, monitor.Config{FourLetterWords: cfg.FourLetterWords, ListenAddr: cfg.ListenAddr,
-		AdminToken: cfg.AdminToken, MaxMemberID: MaxServerID, Logger: cfg.Logger})
+		AdminToken: cfg.AdminToken, AdminAddr: cfg.AdminAddr, MaxMemberID: MaxServerID, Logger: cfg.Logger})
 	s.db = zkdb.New(zkdb.Config{TickTime: cfg.TickTime, Clock: cfg.Clock, Sink: sink{s}, SASL: len(cfg.SASLUsers) > 0, Logger: cfg.Logger})
 	if cfg.Raft != nil {
 		s.nodeID = cfg.Raft.NodeID
@@ -126,6 +126,10 @@ func (s *Server) Start() error {
 	if err != nil {
 		return err
 	}
+	uiLn, err := listen("ui listen", s.cfg.UIAddr)
+	if err != nil {
+		return err
+	}
 	repl, err := s.openReplication()
 	if err != nil {
 		release()
@@ -141,6 +145,10 @@ func (s *Server) Start() error {
 	if metricsLn != nil {
 		s.metricsLn = metricsLn
 		s.goLoop(func() { s.serveHTTP("metrics", metricsLn, s.monitor.MetricsHandler()) })
+	}
+	if uiLn != nil {
+		s.uiLn = uiLn
+		s.goLoop(func() { s.serveHTTP("ui", uiLn, s.monitor.UIHandler(s.cfg.UIAddr)) })
 	}
 	if s.cfg.Raft != nil {
 		// A single node applies every proposal itself: nothing to give up on.
@@ -223,6 +231,16 @@ func (s *Server) MetricsAddr() net.Addr {
 		return nil
 	}
 	return s.metricsLn.Addr()
+}
+
+// UIAddr is the live view's own HTTP address, or nil without one.
+func (s *Server) UIAddr() net.Addr {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	if s.uiLn == nil {
+		return nil
+	}
+	return s.uiLn.Addr()
 }
 
 // serveHTTP runs one of the operators' HTTP listeners until the server

@@ -46,6 +46,8 @@ type Server struct {
 	// applied, published after it; guarded by the DB's lock (the sink
 	// runs under it).
 	traceWatches []trace.Event
+	// children keeps large nodes' sorted child names for Children.
+	children childCache
 
 	// connsMu guards conns, perIP and nextConnID. It is taken after the
 	// DB's lock (the sink looks connections up while applying), never
@@ -60,7 +62,7 @@ type Server struct {
 	ids   *session.IDGenerator
 
 	// lifeMu serialises Start and Close and guards the listener fields
-	// they set (ln, secureLn, adminLn, metricsLn) and ctx.
+	// they set (ln, secureLn, adminLn, metricsLn, uiLn) and ctx.
 	lifeMu sync.Mutex
 	ln     net.Listener
 	// secureLn is the TLS client port, nil without SecureListenAddr.
@@ -68,8 +70,9 @@ type Server struct {
 	adminLn  net.Listener // nil without AdminAddr
 	// metricsLn serves /metrics; nil without MetricsAddr.
 	metricsLn net.Listener
+	uiLn      net.Listener // nil without UIAddr
 	// monitor answers the operators: four-letter words, admin commands,
-	// metrics.
+	// metrics, the live view.
 	monitor *monitor.Monitor
 	ctx     context.Context
 	cancel  context.CancelFunc

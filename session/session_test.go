@@ -411,3 +411,27 @@ func TestTrackerBucketList(t *testing.T) {
 		t.Fatalf("after remove: %+v", b)
 	}
 }
+
+// TestTouched: the tracker remembers each session's last touch, even one
+// that leaves its deadline in the same bucket, and forgets an expired
+// session.
+func TestTouched(t *testing.T) {
+	tr := NewTracker(time.Second)
+	base := time.Unix(1000, 0)
+	tr.Add(1, 5*time.Second, base)
+	if at, ok := tr.Touched(1); !ok || !at.Equal(base) {
+		t.Fatalf("after Add: %v %v", at, ok)
+	}
+	later := base.Add(300 * time.Millisecond) // same bucket
+	tr.Touch(1, later)
+	if at, ok := tr.Touched(1); !ok || !at.Equal(later) {
+		t.Fatalf("after a touch in the same bucket: %v %v", at, ok)
+	}
+	if _, ok := tr.Touched(2); ok {
+		t.Fatal("an unknown session has a touch")
+	}
+	tr.Expired(base.Add(time.Hour))
+	if _, ok := tr.Touched(1); ok {
+		t.Fatal("an expired session has a touch")
+	}
+}

@@ -45,6 +45,7 @@ type Tracker struct {
 type entry struct {
 	id         int64
 	timeout    time.Duration
+	touched    time.Time // the last Add or Touch
 	bucket     *bucket
 	prev, next *entry
 }
@@ -114,6 +115,15 @@ func (t *Tracker) Timeout(id int64) (time.Duration, bool) {
 	return e.timeout, true
 }
 
+// Touched returns when session id was last added or touched.
+func (t *Tracker) Touched(id int64) (time.Time, bool) {
+	e := t.sessions[id]
+	if e == nil {
+		return time.Time{}, false
+	}
+	return e.touched, true
+}
+
 // Len returns the number of sessions tracked.
 func (t *Tracker) Len() int { return len(t.sessions) }
 
@@ -172,6 +182,7 @@ func (t *Tracker) Shift(d time.Duration) {
 
 // place moves e to the bucket its deadline rounds up to when touched at now.
 func (t *Tracker) place(e *entry, now time.Time) {
+	e.touched = now
 	idx := t.bucketIndex(now, e.timeout)
 	if e.bucket != nil && e.bucket.index == idx {
 		return

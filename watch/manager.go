@@ -267,11 +267,27 @@ type Entry struct {
 }
 
 // Entries lists every watch, in no particular order.
-func (m *Manager) Entries() []Entry {
-	out := make([]Entry, 0, m.count)
-	for path, w := range m.paths {
-		for watcher, md := range w {
-			for t, k := range md {
+func (m *Manager) Entries() []Entry { return m.EntriesOf(m.Watchers()) }
+
+// Watchers lists every watcher that holds a watch, in no particular order.
+func (m *Manager) Watchers() []int64 {
+	out := make([]int64, 0, len(m.sessions))
+	for w, paths := range m.sessions {
+		if len(paths) > 0 {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// EntriesOf lists the watches of the watchers named, as Entries does:
+// listing a few watchers at a time lets a caller list every watch without
+// holding its lock for them all.
+func (m *Manager) EntriesOf(watchers []int64) []Entry {
+	var out []Entry
+	for _, watcher := range watchers {
+		for path := range m.sessions[watcher] {
+			for t, k := range m.paths[path][watcher] {
 				if k != modeNone {
 					out = append(out, Entry{Path: path, Watcher: watcher, Child: t == childTable, Mode: k.String()})
 				}

@@ -147,6 +147,21 @@ const (
 	AddWatchModePersistentRecursive int32 = 1
 )
 
+// PermString is ZKUtil.getPermString: the letters of perms in the order
+// c, d, r, w, a.
+func PermString(perms int32) string {
+	var b []byte
+	for _, p := range []struct {
+		bit    int32
+		letter byte
+	}{{PermCreate, 'c'}, {PermDelete, 'd'}, {PermRead, 'r'}, {PermWrite, 'w'}, {PermAdmin, 'a'}} {
+		if perms&p.bit != 0 {
+			b = append(b, p.letter)
+		}
+	}
+	return string(b)
+}
+
 // ID is an identity in an ACL: a scheme and a scheme-specific id.
 type ID struct {
 	Scheme string

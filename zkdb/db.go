@@ -131,6 +131,9 @@ type owner struct {
 	conn    int64
 	next    uint64
 	timeout int32 // negotiated at creation or the last attach, ms
+	// node is the member that took the creation or last attach from the
+	// client (Command.Origin): where the session is connected.
+	node uint64
 }
 
 // New returns a DB holding a fresh tree (tree.New).
@@ -224,7 +227,7 @@ func (d *DB) applyLocked(c *Command, term uint64, now time.Time) {
 		if o := d.owners[id]; o != nil && o.conn != c.Conn {
 			e.MovedFrom = o.conn
 		}
-		d.owners[id] = &owner{conn: c.Conn, next: 1, timeout: c.Timeout}
+		d.owners[id] = &owner{conn: c.Conn, next: 1, timeout: c.Timeout, node: c.Origin}
 		d.timersMu.Lock()
 		delete(d.closing, id)
 		d.timers.Add(id, millis(c.Timeout), now)
@@ -261,7 +264,7 @@ func (d *DB) applyLocked(c *Command, term uint64, now time.Time) {
 		switch txn.Op {
 		case wire.OpCreateSession:
 			cs := txn.Req.(*tree.CreateSession) // Apply succeeded, so it is one
-			d.owners[cs.ID] = &owner{conn: c.Conn, next: 1, timeout: cs.Timeout}
+			d.owners[cs.ID] = &owner{conn: c.Conn, next: 1, timeout: cs.Timeout, node: c.Origin}
 			d.timersMu.Lock()
 			d.timers.Add(cs.ID, millis(cs.Timeout), now)
 			d.timersMu.Unlock()

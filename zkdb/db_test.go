@@ -2,7 +2,9 @@ package zkdb
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc64"
 	"log/slog"
 	"testing"
 	"time"
@@ -160,7 +162,9 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	db, _, _ := newDB(t)
 	a := &applier{db: db}
 	a.apply(7000, createSession(sid, 5), write(sid, 5, 1, "/e"))
-	a.apply(8000, attach(sid, 6))
+	moved := attach(sid, 6)
+	moved.Origin = 3
+	a.apply(8000, moved)
 	snap, err := db.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -178,8 +182,11 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		t.Fatalf("restored %x@%d index %d time %d, want %x@%d index %d time 8000",
 			d2, z2, other.Applied(), other.LastTime(), d1, z1, db.Applied())
 	}
-	// Ownership came along: the old connection is refused, the new one's
-	// turn is 1.
+	// Ownership came along, with the member the session is on: the old
+	// connection is refused, the new one's turn is 1.
+	if got := other.Sessions(); len(got) != 1 || got[0].Conn != 6 || got[0].Node != 3 {
+		t.Fatalf("restored sessions %+v, want conn 6 on node 3", got)
+	}
 	oa := &applier{db: other, index: other.Applied()}
 	oa.apply(9000, write(sid, 5, 2, "/old"))
 	if err := rec.last().Result.Err; !errors.Is(err, ErrSessionMoved) {
@@ -204,6 +211,42 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		if err := other.Restore(bytes.NewReader(bad), false); err == nil {
 			t.Fatalf("snapshot with byte %d flipped restored", i)
 		}
+	}
+}
+
+// TestSnapshotVersion1: a snapshot written before owners carried their
+// member still restores, its sessions on an unknown member (0).
+func TestSnapshotVersion1(t *testing.T) {
+	const sid = 0x0100000000000001
+	db, _, _ := newDB(t)
+	a := &applier{db: db}
+	a.apply(7000, createSession(sid, 5))
+	snap, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Write the header as version 1 did: each owner without its node.
+	var body []byte
+	body = binary.AppendUvarint(body, db.Applied())
+	body = binary.AppendVarint(body, 7000)
+	body = binary.AppendUvarint(body, 1)
+	body = binary.AppendVarint(body, sid)
+	body = binary.AppendVarint(body, 5)    // conn
+	body = binary.AppendUvarint(body, 1)   // next
+	body = binary.AppendVarint(body, 1000) // timeout
+	v2 := len(snapMagic) + len(body)
+	if !bytes.Equal(snap[len(snapMagic):v2], body) || snap[v2] != 0 {
+		t.Fatalf("version 2 header is not version 1's with a node: % x", snap[:v2+1])
+	}
+	v1 := append([]byte(snapMagicV1), body...)
+	v1 = binary.LittleEndian.AppendUint64(v1, crc64.Checksum(body, crcTable))
+	v1 = append(v1, snap[v2+1+8:]...) // the tree
+	other, _, _ := newDB(t)
+	if err := other.Restore(bytes.NewReader(v1), false); err != nil {
+		t.Fatal(err)
+	}
+	if got := other.Sessions(); len(got) != 1 || got[0].Conn != 5 || got[0].Node != 0 {
+		t.Fatalf("restored sessions %+v", got)
 	}
 }
 

@@ -22,6 +22,12 @@ type SessionInfo struct {
 	// Conn is the connection that created or last attached it, on
 	// whichever node that was; 0 when none is recorded.
 	Conn int64
+	// Node is the member that connection is on (the command's Origin);
+	// 0 when unknown (a session restored from a version-1 snapshot).
+	Node uint64
+	// Ephemerals are its ephemeral nodes' paths, sorted; filled by
+	// SessionDetails only.
+	Ephemerals []string
 }
 
 // Sessions lists the open sessions by id.
@@ -31,9 +37,43 @@ func (d *DB) Sessions() []SessionInfo {
 	ids := d.tree.Sessions()
 	out := make([]SessionInfo, 0, len(ids))
 	for _, id := range ids {
-		info := SessionInfo{ID: id, Timeout: d.timeoutLocked(id)}
-		if o := d.owners[id]; o != nil {
-			info.Conn = o.conn
+		out = append(out, d.infoLocked(id))
+	}
+	return out
+}
+
+// infoLocked describes session id; mu is held.
+func (d *DB) infoLocked(id int64) SessionInfo {
+	info := SessionInfo{ID: id, Timeout: d.timeoutLocked(id)}
+	if o := d.owners[id]; o != nil {
+		info.Conn, info.Node = o.conn, o.node
+	}
+	return info
+}
+
+// SessionIDs lists the open sessions' ids in ascending order: the first
+// step of a listing read in pieces (SessionDetails).
+func (d *DB) SessionIDs() []int64 {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.tree.Sessions()
+}
+
+// SessionDetails describes the sessions named that are still open, with
+// their ephemerals, in the order given. It holds the read lock once, for
+// as long as those sessions take: a caller listing many sessions reads
+// them a bounded piece at a time, so that no write waits for the whole.
+func (d *DB) SessionDetails(ids []int64) []SessionInfo {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	out := make([]SessionInfo, 0, len(ids))
+	for _, id := range ids {
+		if _, _, ok := d.tree.Session(id); !ok {
+			continue
+		}
+		info := d.infoLocked(id)
+		if eph, _ := d.tree.GetEphemerals(id, ""); len(eph) > 0 {
+			info.Ephemerals = eph
 		}
 		out = append(out, info)
 	}
@@ -89,6 +129,19 @@ func (d *DB) timeoutLocked(id int64) time.Duration {
 		ms = o.timeout
 	}
 	return millis(ms)
+}
+
+// LastTouches returns when this node's session timers last heard of each
+// of ids (zero for a session it runs no timer for), under one hold of
+// the timers' lock: a caller listing many sessions asks a piece at a time.
+func (d *DB) LastTouches(ids []int64) []time.Time {
+	d.timersMu.Lock()
+	defer d.timersMu.Unlock()
+	out := make([]time.Time, len(ids))
+	for i, id := range ids {
+		out[i], _ = d.timers.Touched(id)
+	}
+	return out
 }
 
 // NextExpiry returns when the earliest session timer falls due.

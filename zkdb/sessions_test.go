@@ -3,6 +3,7 @@ package zkdb
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -83,20 +84,33 @@ func TestLastSessionID(t *testing.T) {
 }
 
 // TestSessionsList: Sessions lists every open session by id with the
-// timeout and owning connection of its last attach, and forgets a closed
-// one.
+// timeout, owning connection and member of its last attach, and forgets
+// a closed one; SessionDetails reads the same for the ids asked, with
+// their ephemerals, skipping closed ones.
 func TestSessionsList(t *testing.T) {
 	const a, b = 0x0100000000000002, 0x0100000000000001
 	db, _, _ := newDB(t)
 	ap := &applier{db: db}
-	ap.apply(1000, createSession(a, 7), createSession(b, 8))
-	ap.apply(2000, attach(a, 9))
-	want := []SessionInfo{{ID: b, Timeout: time.Second, Conn: 8}, {ID: a, Timeout: 2 * time.Second, Conn: 9}}
-	if got := db.Sessions(); !slices.Equal(got, want) {
+	onNode := func(c Command, node uint64) Command { c.Origin = node; return c }
+	ap.apply(1000, onNode(createSession(a, 7), 2), onNode(createSession(b, 8), 3), write(b, 8, 1, "/eb"))
+	ap.apply(2000, onNode(attach(a, 9), 1))
+	want := []SessionInfo{{ID: b, Timeout: time.Second, Conn: 8, Node: 3}, {ID: a, Timeout: 2 * time.Second, Conn: 9, Node: 1}}
+	if got := db.Sessions(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Sessions = %+v, want %+v", got, want)
 	}
-	ap.apply(3000, Command{Conn: 8, Order: 1, Kind: KindTxn, Txn: tree.Txn{Session: b, Op: wire.OpCloseSession}})
-	if got := db.Sessions(); !slices.Equal(got, want[1:]) {
+	if got := db.SessionIDs(); !slices.Equal(got, []int64{b, a}) {
+		t.Fatalf("SessionIDs = %x", got)
+	}
+	details := []SessionInfo{want[1], want[0]}
+	details[1].Ephemerals = []string{"/eb"}
+	if got := db.SessionDetails([]int64{a, 0x0100000000000009, b}); !reflect.DeepEqual(got, details) {
+		t.Fatalf("SessionDetails = %+v, want %+v", got, details)
+	}
+	ap.apply(3000, Command{Conn: 8, Order: 2, Kind: KindTxn, Txn: tree.Txn{Session: b, Op: wire.OpCloseSession}})
+	if got := db.Sessions(); !reflect.DeepEqual(got, want[1:]) {
 		t.Fatalf("after closing %#x: Sessions = %+v, want %+v", b, got, want[1:])
+	}
+	if got := db.SessionDetails([]int64{b}); len(got) != 0 {
+		t.Fatalf("SessionDetails of a closed session = %+v", got)
 	}
 }

@@ -18,10 +18,18 @@ import (
 // Layout of a snapshot:
 //
 //	magic uvarint(applied) varint(lastTime)
-//	uvarint(n) (varint(session) varint(conn) uvarint(next) varint(timeout))*
+//	uvarint(n) (varint(session) varint(conn) uvarint(next) varint(timeout) uvarint(node))*
 //	u64le(crc64 of the bytes after magic up to here)
 //	tree snapshot (tree.WriteSnapshot, which checks itself)
-const snapMagic = "hutch-zkdb-1\n"
+//
+// Version 2 added each owner's node; Restore still reads version 1, whose
+// owners come back with node 0 (unknown) until their sessions next attach.
+// A version-1 binary cannot read version 2: in a rolling upgrade a leader
+// already upgraded may send a snapshot only an upgraded follower reads.
+const (
+	snapMagic   = "hutch-zkdb-2\n"
+	snapMagicV1 = "hutch-zkdb-1\n"
+)
 
 var crcTable = crc64.MakeTable(crc64.ECMA)
 
@@ -47,6 +55,7 @@ func (d *DB) Snapshot() ([]byte, error) {
 		hdr = binary.AppendVarint(hdr, o.conn)
 		hdr = binary.AppendUvarint(hdr, o.next)
 		hdr = binary.AppendVarint(hdr, int64(o.timeout))
+		hdr = binary.AppendUvarint(hdr, o.node)
 	}
 	hdr = binary.LittleEndian.AppendUint64(hdr, crc64.Checksum(hdr[len(snapMagic):], crcTable))
 	buf.Write(hdr)
@@ -105,9 +114,10 @@ func (s *snapReader) varint() int64 {
 func (d *DB) Restore(r io.Reader, reset bool) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	magic := make([]byte, len(snapMagic))
-	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != snapMagic {
+	if _, err := io.ReadFull(br, magic); err != nil || (string(magic) != snapMagic && string(magic) != snapMagicV1) {
 		return errors.New("zkdb: not a hutch snapshot")
 	}
+	withNode := string(magic) == snapMagic
 	s := &snapReader{r: br}
 	applied := s.uvarint()
 	lastTime := s.varint()
@@ -121,6 +131,9 @@ func (d *DB) Restore(r io.Reader, reset bool) error {
 			return errors.New("zkdb: snapshot: bad session timeout")
 		}
 		o.timeout = int32(timeout)
+		if withNode {
+			o.node = s.uvarint()
+		}
 		owners[id] = o
 	}
 	var sum [8]byte

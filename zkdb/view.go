@@ -2,6 +2,7 @@ package zkdb
 
 import (
 	"github.com/hutchzk/hutch/tree"
+	"github.com/hutchzk/hutch/watch"
 	"github.com/hutchzk/hutch/wire"
 )
 
@@ -78,4 +79,21 @@ func (d *DB) WatchCount(watcher int64) int {
 	d.watchMu.Lock()
 	defer d.watchMu.Unlock()
 	return d.watches.SessionCount(watcher)
+}
+
+// Watchers lists the connections that hold watches: the first step of a
+// listing of every watch read in pieces (WatchesOf).
+func (d *DB) Watchers() []int64 {
+	d.watchMu.Lock()
+	defer d.watchMu.Unlock()
+	return d.watches.Watchers()
+}
+
+// WatchesOf lists the watches the connections named hold, under one hold
+// of the watch lock: a caller listing every watch reads them a bounded
+// piece of connections at a time, so that no write waits for the whole.
+func (d *DB) WatchesOf(watchers []int64) []watch.Entry {
+	d.watchMu.Lock()
+	defer d.watchMu.Unlock()
+	return d.watches.EntriesOf(watchers)
 }

@@ -108,6 +108,7 @@ type flags struct {
 	adminListen    string
 	adminToken     string
 	metricsListen  string
+	uiListen       string
 	fourLetter     []string
 	jaasFile       string
 	secureListen   string
@@ -144,6 +145,7 @@ func newFlags() (*pflag.FlagSet, *flags) {
 	fs.StringVar(&f.trustStore, "ssl-truststore", "", "PEM bundle of the CAs that sign client certificates; a verified one adds the identity x509:<subject DN> (zoo.cfg: ssl.trustStore.location)")
 	fs.StringVar(&f.clientAuth, "ssl-client-auth", "need", "client certificates on the TLS port: none, want (checked when given) or need (zoo.cfg: ssl.clientAuth)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics at /metrics here (zoo.cfg: metricsProvider.httpHost:httpPort with the Prometheus provider)")
+	fs.StringVar(&f.uiListen, "ui", "", "serve the live view (tree, sessions, watches, lock queues, ensemble, event trace) at http://ADDR/ui/ and the trace as JSON lines at /trace, read-only; on a non-loopback address only with --admin-token-file, whose token it then requires (the admin port serves it too)")
 	fs.StringSliceVar(&f.fourLetter, "four-letter-words", nil, "four-letter words answered, or * for all; srvr always answers (zoo.cfg: 4lw.commands.whitelist; default: all on a loopback-only client port, else ruok,srvr,isro; with a zoo.cfg, srvr only, as in ZooKeeper)")
 	fs.StringVar(&f.jaasFile, "jaas-file", "", `JAAS file whose Server section lists the SASL DIGEST-MD5 users (user_<name>="<password>"), as java.security.auth.login.config (zoo.cfg: hutch.jaasFile)`)
 	fs.StringVar(&f.testControls, "test-controls", "", testControlsHelp)
@@ -253,6 +255,7 @@ func configure(fs *pflag.FlagSet, f *flags, logger *slog.Logger) (server.Config,
 		TLS:                    tlsConfig,
 		SASLUsers:              saslUsers,
 		MetricsAddr:            f.metricsListen,
+		UIAddr:                 f.uiListen,
 		InitLimit:              file.initLimit,
 		SyncLimit:              file.syncLimit,
 		DataLogDir:             file.dataLogDir,

@@ -71,10 +71,13 @@ func (t *testControls) close() {
 
 // announce writes the machine-readable lines a test harness reads from
 // standard output: the client address the server bound, then the test
-// controls' URL when they are on.
+// controls' URL and the live view's when they are on.
 func announce(w io.Writer, srv *server.Server, controls *testControls) {
 	fmt.Fprintln(w, srv.Addr().String())
 	if controls != nil {
 		fmt.Fprintln(w, "test-controls", controls.url())
+	}
+	if ui := srv.UIAddr(); ui != nil {
+		fmt.Fprintln(w, "ui", "http://"+ui.String()+"/ui/")
 	}
 }

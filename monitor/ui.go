@@ -1,0 +1,300 @@
+package monitor
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The live view: server-rendered HTML pages, one per panel, that a little
+// JavaScript redraws in place (the panel's HTML fetched again) while they
+// are open, and the event trace streamed as JSON lines. Everything is
+// read-only and rendered from Source: the shared snapshot (one per
+// snapshotAge whatever the number of viewers), and the tree read a node
+// and a page of children at a time.
+//
+// A panel is one file: its name, title, the snapshot parts it reads, its
+// template and the function that gathers what the template shows, given
+// to addPanel.
+
+//go:embed ui
+var uiFiles embed.FS
+
+// panel is one page of the live view.
+type panel struct {
+	name  string // its URL: /ui/<name>
+	title string
+	order int // place in the navigation
+	// refresh is how often an open panel is redrawn; 0 for never (the
+	// trace panel streams instead).
+	refresh time.Duration
+	// parts are the shared snapshot's parts it reads (view.Snapshot).
+	parts Parts
+	// tmpl defines the template <name> (the redrawn part) and, if the
+	// panel has controls that must survive a redraw, <name>.controls;
+	// both are executed with what data returns.
+	tmpl string
+	data func(r *uiRequest) (any, error)
+}
+
+// Name and Title are what the page's navigation shows.
+func (p *panel) Name() string  { return p.name }
+func (p *panel) Title() string { return p.title }
+
+var (
+	// panels is the registry, in navigation order.
+	panels []*panel
+	// uiOnce parses the templates into uiTmpl (or fails with uiTmplErr)
+	// on first use, once every panel's file has registered.
+	uiOnce    sync.Once
+	uiTmpl    *template.Template
+	uiTmplErr error
+)
+
+// addPanel registers a panel; each panel's file calls it once.
+func addPanel(p panel) *panel {
+	panels = append(panels, &p)
+	slices.SortFunc(panels, func(a, b *panel) int { return a.order - b.order })
+	return &p
+}
+
+// templates parses the page and every panel's template, once.
+func templates() (*template.Template, error) {
+	uiOnce.Do(func() {
+		t := template.New("ui").Funcs(uiFuncs)
+		t, uiTmplErr = t.ParseFS(uiFiles, "ui/page.html")
+		for _, p := range panels {
+			if uiTmplErr == nil {
+				_, uiTmplErr = t.New(p.name).Parse(p.tmpl)
+			}
+		}
+		uiTmpl = t
+	})
+	return uiTmpl, uiTmplErr
+}
+
+// snapshotAge is how old a shared snapshot may be when a view reads it:
+// viewers redrawing every second share one, and what panels derive from
+// it (sessions in order, lock queues, watch rows), so ten viewers cost
+// what one does. Countdowns run in the page from the snapshot's time.
+const snapshotAge = time.Second
+
+// sharedSnapshots are the latest snapshots the live view took, by parts.
+type sharedSnapshots struct {
+	// mu guards byParts, and is held while a snapshot is taken, so that
+	// viewers asking at once wait for one snapshot rather than each
+	// taking their own.
+	mu      sync.Mutex
+	byParts map[Parts]sharedSnapshot
+}
+
+type sharedSnapshot struct {
+	snap  *Snapshot
+	taken time.Time // on this process's clock
+	memo  *memo
+}
+
+// memo keeps what panels derive from one shared snapshot.
+type memo struct {
+	mu sync.Mutex // guards m; held while a value is made, so it is made once
+	m  map[string]any
+}
+
+// derive returns the value kept under key, making it with make the first
+// time. Values are shared between viewers: never change one.
+func derive[T any](c *memo, key string, make func() T) T {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.m[key]; ok {
+		return v.(T)
+	}
+	v := make()
+	c.m[key] = v
+	return v
+}
+
+// shared returns a snapshot with parts no older than snapshotAge, and
+// what panels derived from it.
+func (m *Monitor) shared(parts Parts) (*view, *memo) {
+	c := &m.snaps
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.byParts[parts]
+	if !ok || time.Since(s.taken) > snapshotAge {
+		s = sharedSnapshot{snap: m.src.Snapshot(parts), taken: time.Now(), memo: &memo{m: map[string]any{}}}
+		if c.byParts == nil {
+			c.byParts = map[Parts]sharedSnapshot{}
+		}
+		c.byParts[parts] = s
+	}
+	return &view{Snapshot: s.snap, words: m.enabled}, s.memo
+}
+
+// uiRequest is what a panel's data function reads: the request, the
+// shared snapshot with the parts the panel asked for, and the source for
+// the tree.
+type uiRequest struct {
+	r    *http.Request
+	v    *view
+	memo *memo // what panels derived from v
+	src  Source
+	self uint64 // this node's id (0 for a single node)
+}
+
+// param is a query parameter.
+func (q *uiRequest) param(name string) string { return q.r.URL.Query().Get(name) }
+
+// uiCSP lets a page load only this server's script, style and images, and
+// connect only back to it: nothing inline runs, so even markup that
+// escaped escaping could not execute.
+const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// UIHandler serves the live view under /ui/ and the event trace as JSON
+// lines at /trace, read-only. listenAddr is the address it is served on:
+// on a loopback address any local user may look (requests must name a
+// loopback host, so a web page cannot reach it by rebinding a name to
+// 127.0.0.1); on any other every request must carry the admin token, as a
+// bearer token or as the password of HTTP basic authentication (which a
+// browser asks for), and without a configured token the view is refused.
+func (m *Monitor) UIHandler(listenAddr string) http.Handler {
+	static, _ := fs.Sub(uiFiles, "ui/static")
+	mux := http.NewServeMux()
+	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /ui/{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ui/"+panels[0].name, http.StatusSeeOther)
+	})
+	for _, p := range panels {
+		mux.HandleFunc("GET /ui/"+p.name, func(w http.ResponseWriter, r *http.Request) { m.servePanel(w, r, p) })
+	}
+	mux.HandleFunc("GET /trace", m.serveTrace)
+	return m.guard(listenAddr, mux)
+}
+
+// guard sets the headers every answer of the view carries and lets
+// through only reads by those allowed to look.
+func (m *Monitor) guard(listenAddr string, next http.Handler) http.Handler {
+	loopback := loopbackOnly(listenAddr)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", uiCSP)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			h.Set("Allow", "GET, HEAD")
+			http.Error(w, "the live view is read-only", http.StatusMethodNotAllowed)
+			return
+		}
+		switch {
+		case loopback && !loopbackHost(r.Host):
+			http.Error(w, "the live view answers only requests for a loopback host", http.StatusForbidden)
+			return
+		case loopback:
+		case m.cfg.AdminToken == "":
+			http.Error(w, "the live view is served on a non-loopback address only with an admin token (--admin-token-file)", http.StatusForbidden)
+			return
+		case !m.tokenGiven(r):
+			h.Set("WWW-Authenticate", `Basic realm="hutch", charset="UTF-8"`)
+			http.Error(w, "the admin token is required: as a bearer token, or as the password of basic authentication", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// tokenGiven reports whether r carries the admin token.
+func (m *Monitor) tokenGiven(r *http.Request) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		_, got, ok = r.BasicAuth()
+	}
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(m.cfg.AdminToken)) == 1
+}
+
+// loopbackHost reports whether a request's Host names this machine by a
+// loopback address or localhost.
+func loopbackHost(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.Trim(hostport, "[]")
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// pageData is what page.html renders.
+type pageData struct {
+	Panel    *panel
+	Panels   []*panel
+	V        *view
+	Self     uint64
+	Controls template.HTML
+	Body     template.HTML
+	Refresh  int64 // ms; 0 for none
+}
+
+// servePanel renders one panel: the whole page, or with fragment=1 only
+// the part its script redraws.
+func (m *Monitor) servePanel(w http.ResponseWriter, r *http.Request, p *panel) {
+	t, err := templates()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	v, memo := m.shared(p.parts | PartStats | PartReplication)
+	q := &uiRequest{r: r, v: v, memo: memo, src: m.src, self: v.Replication.NodeID}
+	if v.Mode == Standalone {
+		q.self = 0
+	}
+	data, err := p.data(q)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	// The time the snapshot was taken, for the script's countdowns.
+	var body bytes.Buffer
+	fmt.Fprintf(&body, `<span hidden data-now="%d"></span>`, v.Taken.UnixMilli())
+	if err := t.ExecuteTemplate(&body, p.name, data); err != nil {
+		m.cfg.Logger.Warn("live view", "panel", p.name, "err", err)
+		http.Error(w, "rendering failed", http.StatusInternalServerError)
+		return
+	}
+	m.pages.Add(1)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if r.URL.Query().Get("fragment") == "1" {
+		_, _ = w.Write(body.Bytes())
+		return
+	}
+	// The body is html/template's output, escaped already.
+	page := pageData{Panel: p, Panels: panels, V: v, Self: q.self,
+		Body: template.HTML(body.String()), Refresh: p.refresh.Milliseconds()}
+	if c := t.Lookup(p.name + ".controls"); c != nil {
+		var controls bytes.Buffer
+		if err := c.Execute(&controls, data); err != nil {
+			http.Error(w, "rendering failed", http.StatusInternalServerError)
+			return
+		}
+		page.Controls = template.HTML(controls.String())
+	}
+	var out bytes.Buffer
+	if err := t.ExecuteTemplate(&out, "page.html", page); err != nil {
+		m.cfg.Logger.Warn("live view", "panel", p.name, "err", err)
+		http.Error(w, "rendering failed", http.StatusInternalServerError)
+		return
+	}
+	_, _ = w.Write(out.Bytes())
+}
