@@ -156,6 +156,77 @@ func launch(cmd *exec.Cmd, addr, dir, logFile string, ready readyFunc) (*Server,
 	return s, nil
 }
 
+// Kill ends the server with SIGKILL, as a crash would, and waits for it
+// to exit.
+func (s *Server) Kill() error {
+	_ = syscall.Kill(-s.PID, syscall.SIGKILL)
+	select {
+	case <-s.exited:
+		return nil
+	case <-time.After(stopTimeout):
+		return fmt.Errorf("pid %d survived SIGKILL for %v", s.PID, stopTimeout)
+	}
+}
+
+// Relaunch starts an exited server's command again (the same binary,
+// flags, directory, data and address) and returns it once ready says it
+// serves, polled every few milliseconds so that benchmarks can time a
+// restart from the moment of exec; the returned duration is that time.
+// The new process is stopped by its pid when the test ends.
+func (s *Server) Relaunch(tb testing.TB, ready func(addr string, timeout time.Duration) error) (*Server, time.Duration) {
+	tb.Helper()
+	select {
+	case <-s.exited:
+	default:
+		tb.Fatalf("relaunch %s: pid %d is still running", s.Addr, s.PID)
+	}
+	cmd := exec.Command(s.cmd.Path, s.cmd.Args[1:]...)
+	cmd.Dir, cmd.Env = s.cmd.Dir, s.cmd.Env
+	out, err := os.OpenFile(s.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer out.Close() // the child holds its own copy
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("relaunch %s: %v", s.Addr, err)
+	}
+	n := &Server{Addr: s.Addr, PID: cmd.Process.Pid, Dir: s.Dir, LogFile: s.LogFile, cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		n.waitErr = cmd.Wait()
+		close(n.exited)
+	}()
+	tb.Cleanup(func() { _ = n.Stop() })
+	deadline := start.Add(ReadyTimeout)
+	for {
+		err := ready(n.Addr, time.Second)
+		if err == nil {
+			return n, time.Since(start)
+		}
+		select {
+		case <-n.exited:
+			tb.Fatalf("relaunch %s: exited before serving (%v); log:\n%s", n.Addr, n.waitErr, n.LogTail(4<<10))
+		case <-time.After(2 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("relaunch %s: not serving after %v: %v", n.Addr, ReadyTimeout, err)
+		}
+	}
+}
+
+// Serving reports whether the server at addr serves clients: for
+// ZooKeeper, srvr says so (it answers ruok before its database is loaded);
+// hutch answers srvr only once its state is open.
+func Serving(addr string, timeout time.Duration) error {
+	reply, err := FourLetterWord(addr, "srvr", timeout)
+	if err == nil && !strings.Contains(reply, "Mode: ") {
+		err = fmt.Errorf("srvr answered %q", reply)
+	}
+	return err
+}
+
 // errExited reports a server that exited before it was ready.
 var errExited = errors.New("server exited before answering imok")
 
