@@ -21,6 +21,7 @@ func (m *Monitor) AdminHandler() http.Handler {
 	ui := m.UIHandler(m.cfg.AdminAddr)
 	mux.Handle("/ui/", ui)
 	mux.Handle("/trace", ui)
+	mux.Handle("/debug/pprof/", ui)
 	mux.HandleFunc("GET /commands", func(w http.ResponseWriter, _ *http.Request) {
 		var names []string
 		for i := range registry {

@@ -159,8 +159,8 @@ func (q *uiRequest) param(name string) string { return q.r.URL.Query().Get(name)
 const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
 	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-// UIHandler serves the live view under /ui/ and the event trace as JSON
-// lines at /trace, read-only. listenAddr is the address it is served on:
+// UIHandler serves the live view under /ui/, the event trace as JSON
+// lines at /trace and Go's profiles under /debug/pprof/, read-only. listenAddr is the address it is served on:
 // on a loopback address any local user may look (requests must name a
 // loopback host, so a web page cannot reach it by rebinding a name to
 // 127.0.0.1); on any other every request must carry the admin token, as a
@@ -177,6 +177,7 @@ func (m *Monitor) UIHandler(listenAddr string) http.Handler {
 		mux.HandleFunc("GET /ui/"+p.name, func(w http.ResponseWriter, r *http.Request) { m.servePanel(w, r, p) })
 	}
 	mux.HandleFunc("GET /trace", m.serveTrace)
+	addProfiles(mux)
 	return m.guard(listenAddr, mux)
 }
 

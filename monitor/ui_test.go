@@ -39,7 +39,7 @@ func TestUIGuard(t *testing.T) {
 	for _, tc := range tests {
 		m := newMonitor(t, standalone(), Config{AdminToken: tc.token})
 		h := m.UIHandler(tc.listen)
-		for _, path := range []string{"/ui/tree", "/ui/static/app.js", "/trace?rate=1"} {
+		for _, path := range []string{"/ui/tree", "/ui/static/app.js", "/trace?rate=1", "/debug/pprof/goroutine?debug=1"} {
 			req := httptest.NewRequest(tc.method, path, nil)
 			req.Host = tc.host
 			switch tc.auth {
@@ -66,7 +66,7 @@ func TestUIGuard(t *testing.T) {
 	}
 }
 
-// TestAdminServesUI: the admin port serves the view beside the commands,
+// TestAdminServesUI: the admin port serves the view and the profiles beside the commands,
 // guarded by the admin port's own address.
 func TestAdminServesUI(t *testing.T) {
 	for _, tc := range []struct {
@@ -74,12 +74,17 @@ func TestAdminServesUI(t *testing.T) {
 		status int
 	}{{"127.0.0.1:8080", 200}, {"0.0.0.0:8080", 403}} {
 		h := newMonitor(t, standalone(), Config{AdminAddr: tc.addr}).AdminHandler()
-		req := httptest.NewRequest("GET", "/ui/sessions", nil)
-		req.Host = "127.0.0.1:8080"
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != tc.status {
-			t.Errorf("admin on %s: /ui/sessions = %d, want %d", tc.addr, rec.Code, tc.status)
+		for path, want := range map[string]string{"/ui/sessions": "sessions", "/debug/pprof/goroutine?debug=1": "goroutine profile: total"} {
+			req := httptest.NewRequest("GET", path, nil)
+			req.Host = "127.0.0.1:8080"
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.status {
+				t.Errorf("admin on %s: %s = %d, want %d", tc.addr, path, rec.Code, tc.status)
+			}
+			if rec.Code == 200 && !strings.Contains(rec.Body.String(), want) {
+				t.Errorf("admin on %s: %s does not say %q", tc.addr, path, want)
+			}
 		}
 	}
 }
