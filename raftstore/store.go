@@ -295,7 +295,7 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 
 	logs = storedLogs{LogStore: logs, stored: s.notices.wake}
 	s.logs, s.snaps = logs, newTimedSnapshots(snaps, cfg.DataDir)
-	s.raft, err = raft.NewRaft(rc, s.fsm, logs, stable, s.snaps, s.trans)
+	s.raft, err = raft.NewRaft(rc, s.fsm, logs, stable, s.snaps, newClampedTransport(s.trans, s.stop))
 	if err != nil {
 		s.abandon()
 		return nil, err
