@@ -21,6 +21,9 @@ import (
 var (
 	compareArgs = flag.String("compare.args", "", "extra hutch bench flags for the Compare benchmarks, e.g. \"--rounds 5\"")
 	compareHeap = flag.String("compare.heap", "2g", "ZooKeeper's JVM heap in the Compare benchmarks")
+	// compareLogStore picks the ensemble members' log store, e.g. "wal",
+	// to measure the disk's share of a replicated write.
+	compareLogStore = flag.String("compare.logstore", "", "the log store of the hutch members in BenchmarkCompareEnsemble (default: hutch's own)")
 )
 
 // runBench runs hutch bench with args and fails b if a workload failed.
@@ -114,7 +117,7 @@ func startHutchEnsemble(b *testing.B, bin string, n int) []*realzk.Server {
 	for i := range n {
 		servers[i] = realzk.StartHutchBinary(b, bin, "--id", strconv.Itoa(i+1), "--raft-listen", raft[i],
 			"--peers", strings.Join(peers, ","), "--data-dir", filepath.Join(base, strconv.Itoa(i+1)),
-			"--peer-secret-file", secret, "--max-client-conns", "0")
+			"--peer-secret-file", secret, "--max-client-conns", "0", "--log-store", *compareLogStore)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
