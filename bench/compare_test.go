@@ -38,8 +38,9 @@ func runBench(b *testing.B, args ...string) {
 
 // BenchmarkCompareSingle: one in-memory hutch (the binary, no flags but
 // its address) against a standalone ZooKeeper with forceSync=no, so
-// neither waits for a disk: every workload but memory, then memory on
-// fresh servers of each.
+// neither waits for a disk: every workload but memory, the synchronous
+// ones again with one session, the fan-out with 1,000 watchers, then
+// memory on fresh servers of each.
 //
 //	go test -run '^$' -bench CompareSingle -benchtime 1x -timeout 60m ./bench
 func BenchmarkCompareSingle(b *testing.B) {
@@ -56,6 +57,10 @@ func BenchmarkCompareSingle(b *testing.B) {
 	// A lone session: the latency of one request at a time.
 	runBench(b, append([]string{"--target", hutch.Addr, "--against", zk.Addr, "--sessions", "1"},
 		append(pids, "read-sync", "write-sync")...)...)
+	// The goal's fan-out: a thousand watchers (sessions given longer to
+	// ping, a thousand of them sharing two cores with both servers).
+	runBench(b, append([]string{"--target", hutch.Addr, "--against", zk.Addr, "--watchers", "1000", "--session-timeout", "30s"},
+		append(pids, "fanout")...)...)
 	_ = hutch.Stop()
 	_ = zk.Stop()
 
