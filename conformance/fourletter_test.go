@@ -170,6 +170,19 @@ func fourLetterShape(t *testing.T, word, out string) []string {
 			add(ln)
 		}
 		if word == "dump" {
+			// ZooKeeper's expiry queue keeps the bucket a session left
+			// when it was touched until that bucket's time passes, so it
+			// may or may not list an empty bucket (and count it in
+			// "Session Sets (n)"), depending on whether a request crossed
+			// a tick boundary: compare the buckets that hold sessions.
+			shape = slices.DeleteFunc(shape, func(ln string) bool { return strings.HasPrefix(ln, "0 expire at ") })
+			for j, ln := range shape {
+				if strings.HasPrefix(ln, "Session Sets (") {
+					if _, total, ok := strings.Cut(ln, ")/"); ok {
+						shape[j] = "Session Sets (BUCKETS)/" + total
+					}
+				}
+			}
 			// The connection part lists the asking connection and the
 			// probes' connections, which come and go: keep the sessions.
 			i := slices.Index(shape, "Connections dump:")
