@@ -4,6 +4,8 @@ import (
 	"container/list"
 	"net"
 	"time"
+
+	"github.com/hutchzk/hutch/internal/netaddr"
 )
 
 // handshakeSlots tracks the peer connections accepted but not yet
@@ -133,7 +135,7 @@ func (h *handshakeSlots) forget(c net.Conn) {
 		return
 	}
 	delete(h.waiting, c)
-	ip := sourceIP(c.RemoteAddr())
+	ip := netaddr.Host(c.RemoteAddr())
 	q := h.byIP[ip]
 	q.Remove(e)
 	if q.Len() == 0 {
@@ -157,16 +159,4 @@ func (h *handshakeSlots) all() []net.Conn {
 		out = append(out, c)
 	}
 	return out
-}
-
-// sourceIP is the host part of a peer's address.
-func sourceIP(a net.Addr) string {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		return ta.IP.String()
-	}
-	host, _, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	return host
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hutchzk/hutch/internal/netaddr"
+
 	"github.com/hashicorp/raft"
 )
 
@@ -149,7 +151,7 @@ func (m *mux) acceptLoop() {
 		var evicted net.Conn
 		if n := peek(c, knock[:]); n < knockSize {
 			var refused bool
-			evicted, refused = m.pending.admit(c, sourceIP(c.RemoteAddr()), time.Now(), hasData)
+			evicted, refused = m.pending.admit(c, netaddr.Host(c.RemoteAddr()), time.Now(), hasData)
 			if refused {
 				m.pressure.note(m.log, "raftstore: too many peer connections waiting to authenticate; refusing", "remote", c.RemoteAddr().String())
 				m.pendingMu.Unlock()

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hutchzk/hutch/internal/netaddr"
+
 	"github.com/hutchzk/hutch/monitor"
 	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/session"
@@ -398,7 +400,7 @@ var (
 // its goroutine must mark done: counting it under connsMu, before Close
 // can see the server closed, keeps Close's Wait from missing it.
 func (s *Server) register(nc net.Conn) (*conn, bool) {
-	ip := remoteIP(nc.RemoteAddr())
+	ip := netaddr.Host(nc.RemoteAddr())
 	limitKey := connLimitKey(nc, ip)
 	s.connsMu.Lock()
 	if s.closed.Load() {

@@ -121,17 +121,6 @@ func (s *Server) openConns() []*conn {
 	return open
 }
 
-func remoteIP(a net.Addr) string {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		return ta.IP.String()
-	}
-	host, _, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	return host
-}
-
 // newPassword is a session password: 16 random bytes.
 func newPassword() []byte {
 	pw, err := session.NewPassword(rand.Reader)
