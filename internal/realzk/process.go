@@ -126,6 +126,20 @@ func answersImok(addr string, timeout time.Duration) error {
 // launch starts cmd in its own process group with stdout and stderr
 // appended to logFile, and waits until ready says the server at addr serves.
 func launch(cmd *exec.Cmd, addr, dir, logFile string, ready readyFunc) (*Server, error) {
+	s, err := startProcess(cmd, addr, dir, logFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.waitReady(ready, ReadyTimeout); err != nil {
+		stopErr := s.Stop()
+		return nil, errors.Join(err, stopErr)
+	}
+	return s, nil
+}
+
+// startProcess starts cmd in its own process group with stdout and
+// stderr appended to logFile, and reaps it when it exits.
+func startProcess(cmd *exec.Cmd, addr, dir, logFile string) (*Server, error) {
 	out, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -137,22 +151,11 @@ func launch(cmd *exec.Cmd, addr, dir, logFile string, ready readyFunc) (*Server,
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
-	s := &Server{
-		Addr:    addr,
-		PID:     cmd.Process.Pid,
-		Dir:     dir,
-		LogFile: logFile,
-		cmd:     cmd,
-		exited:  make(chan struct{}),
-	}
+	s := &Server{Addr: addr, PID: cmd.Process.Pid, Dir: dir, LogFile: logFile, cmd: cmd, exited: make(chan struct{})}
 	go func() {
 		s.waitErr = cmd.Wait()
 		close(s.exited)
 	}()
-	if err := s.waitReady(ready, ReadyTimeout); err != nil {
-		stopErr := s.Stop()
-		return nil, errors.Join(err, stopErr)
-	}
 	return s, nil
 }
 
@@ -182,22 +185,11 @@ func (s *Server) Relaunch(tb testing.TB, ready func(addr string, timeout time.Du
 	}
 	cmd := exec.Command(s.cmd.Path, s.cmd.Args[1:]...)
 	cmd.Dir, cmd.Env = s.cmd.Dir, s.cmd.Env
-	out, err := os.OpenFile(s.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer out.Close() // the child holds its own copy
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	n, err := startProcess(cmd, s.Addr, s.Dir, s.LogFile)
+	if err != nil {
 		tb.Fatalf("relaunch %s: %v", s.Addr, err)
 	}
-	n := &Server{Addr: s.Addr, PID: cmd.Process.Pid, Dir: s.Dir, LogFile: s.LogFile, cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		n.waitErr = cmd.Wait()
-		close(n.exited)
-	}()
 	tb.Cleanup(func() { _ = n.Stop() })
 	deadline := start.Add(ReadyTimeout)
 	for {
