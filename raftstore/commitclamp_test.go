@@ -113,3 +113,78 @@ func TestFollowerCommitsOnlyWhatTheLeaderSent(t *testing.T) {
 		})
 	}
 }
+
+// TestClampedNetworkTransport: the store's own wrapper over a network
+// transport clamps an append request that arrives over TCP, passes other
+// RPCs unchanged, and keeps what Raft looks for beside the Transport
+// interface (without RequestPreVote Raft silently turns pre-vote off).
+func TestClampedNetworkTransport(t *testing.T) {
+	follower, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer follower.Close()
+	leader, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leader.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	ct := newClampedTransport(follower, stop)
+	var trans raft.Transport = ct
+	if _, ok := trans.(raft.WithPreVote); !ok {
+		t.Error("the clamped transport lost RequestPreVote")
+	}
+	if _, ok := trans.(raft.WithClose); !ok {
+		t.Error("the clamped transport lost Close")
+	}
+	// Answer whatever arrives, recording it.
+	got := make(chan raft.RPC, 2)
+	go func() {
+		for {
+			select {
+			case rpc := <-ct.Consumer():
+				got <- rpc
+				switch rpc.Command.(type) {
+				case *raft.AppendEntriesRequest:
+					rpc.Respond(&raft.AppendEntriesResponse{Success: true}, nil)
+				case *raft.RequestVoteRequest:
+					rpc.Respond(&raft.RequestVoteResponse{}, nil)
+				}
+			case <-stop:
+				return
+			}
+		}
+	}()
+	hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("l"), Addr: []byte(leader.LocalAddr())}
+	tests := []struct {
+		prev, entries, commit, want uint64
+	}{
+		{prev: 2, entries: 0, commit: 3, want: 2}, // nothing sent past the matched entry
+		{prev: 2, entries: 3, commit: 9, want: 5}, // up to the last entry sent
+		{prev: 2, entries: 3, commit: 4, want: 4}, // already within what was sent
+		{prev: 0, entries: 2, commit: 0, want: 0}, // nothing committed yet
+	}
+	for _, tc := range tests {
+		req := &raft.AppendEntriesRequest{RPCHeader: hdr, Term: 2, PrevLogEntry: tc.prev, PrevLogTerm: 1, LeaderCommitIndex: tc.commit}
+		for i := range tc.entries {
+			req.Entries = append(req.Entries, &raft.Log{Index: tc.prev + i + 1, Term: 2, Type: raft.LogCommand})
+		}
+		var resp raft.AppendEntriesResponse
+		if err := leader.AppendEntries("f", follower.LocalAddr(), req, &resp); err != nil {
+			t.Fatal(err)
+		}
+		rpc := <-got
+		if a := rpc.Command.(*raft.AppendEntriesRequest); a.LeaderCommitIndex != tc.want {
+			t.Errorf("prev %d, %d entries, commit %d: Raft sees commit %d, want %d", tc.prev, tc.entries, tc.commit, a.LeaderCommitIndex, tc.want)
+		}
+	}
+	var vote raft.RequestVoteResponse
+	if err := leader.RequestVote("f", follower.LocalAddr(), &raft.RequestVoteRequest{RPCHeader: hdr, Term: 3, LastLogIndex: 7}, &vote); err != nil {
+		t.Fatal(err)
+	}
+	if v := (<-got).Command.(*raft.RequestVoteRequest); v.LastLogIndex != 7 || v.Term != 3 {
+		t.Errorf("a vote request changed on the way: %+v", v)
+	}
+}
