@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,31 +11,41 @@ import (
 )
 
 // BenchmarkIdleEnsemble measures what an idle three-member ensemble costs:
-// the CPU time its processes use over idleFor with no client connected,
-// once settled (start-up work done, and hutch's quiet timing in place,
-// raftstore.DefaultQuietAfter), as a share of one core, for hutch and for
-// a ZooKeeper quorum (its JVMs as an operator runs them), one after the
-// other.
+// the CPU time its processes use with no client connected, as a share of
+// one core, for hutch and for a ZooKeeper quorum (its JVMs as an operator
+// runs them). Both run at once, settle (start-up work done, JIT warm,
+// hutch's quiet timing in place: raftstore.DefaultQuietAfter), and are
+// then measured over the same idleRounds windows; each figure is the
+// median of the windows, and the ratio is hutch / ZooKeeper.
 //
 //	go test -run '^$' -bench IdleEnsemble -benchtime 1x ./bench
 func BenchmarkIdleEnsemble(b *testing.B) {
-	const settle, idleFor = 25 * time.Second, 30 * time.Second
-	measure := func(name string, servers []*realzk.Server) {
-		time.Sleep(settle) // let start-up work (elections, JIT) finish
-		before := cpuOf(b, servers)
-		time.Sleep(idleFor)
-		used := cpuOf(b, servers) - before
-		share := used.Seconds() / idleFor.Seconds() * 100
-		fmt.Printf("%s: %.2f%% of one core (%v of CPU in %v, three processes)\n", name, share, used.Round(time.Millisecond), idleFor)
-		b.ReportMetric(share, name+"-%core")
-	}
+	const settle, window, idleRounds = 25 * time.Second, 15 * time.Second, 3
 	hutch := startHutchEnsemble(b, realzk.BuildHutch(b), 3)
-	measure("hutch", hutch)
-	for _, s := range hutch {
-		_ = s.Stop()
-	}
 	zks := realzk.StartEnsemble(b, 3, realzk.OperatorJVM(*compareHeap))
-	measure("zookeeper", zks)
+	time.Sleep(settle) // let start-up work (elections, JIT) finish
+	var hutchShares, zkShares []float64
+	for round := range idleRounds {
+		h0, z0 := cpuOf(b, hutch), cpuOf(b, zks)
+		time.Sleep(window) // measuring what idle processes use meanwhile
+		h, z := share(cpuOf(b, hutch)-h0, window), share(cpuOf(b, zks)-z0, window)
+		fmt.Printf("window %d/%d (%v): hutch %.2f%%, zookeeper %.2f%% of one core (three processes each)\n", round+1, idleRounds, window, h, z)
+		hutchShares, zkShares = append(hutchShares, h), append(zkShares, z)
+	}
+	h, z := median(hutchShares), median(zkShares)
+	fmt.Printf("idle, median of %d windows: hutch %.2f%%, zookeeper %.2f%% of one core, hutch / zookeeper %.2f\n", idleRounds, h, z, h/z)
+	b.ReportMetric(h, "hutch-%core")
+	b.ReportMetric(z, "zookeeper-%core")
+}
+
+// share is CPU time used over a window as a percentage of one core.
+func share(used, window time.Duration) float64 { return used.Seconds() / window.Seconds() * 100 }
+
+// median is the middle value of xs (the upper one of an even count).
+func median[T cmp.Ordered](xs []T) T {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // cpuOf sums the user and system CPU time of the servers' processes.

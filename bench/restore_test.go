@@ -3,7 +3,6 @@ package bench
 import (
 	"flag"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -62,12 +61,7 @@ func BenchmarkCompareRestore(b *testing.B) {
 			}
 		}
 	}
-	med := func(ds []time.Duration) time.Duration {
-		s := slices.Clone(ds)
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
-	h, z := med(servers[0].took), med(servers[1].took)
+	h, z := median(servers[0].took), median(servers[1].took)
 	fmt.Printf("restart with %d znodes, median of %d: hutch %v, zookeeper %v, hutch / zookeeper %.2f×\n",
 		*restoreZnodes, len(servers[0].took), h.Round(time.Millisecond), z.Round(time.Millisecond), float64(h)/float64(z))
 	b.ReportMetric(float64(h.Milliseconds()), "hutch-ms")
