@@ -1,9 +1,7 @@
 package bench
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -32,21 +30,14 @@ func BenchmarkIdleEnsemble(b *testing.B) {
 		fmt.Printf("window %d/%d (%v): hutch %.2f%%, zookeeper %.2f%% of one core (three processes each)\n", round+1, idleRounds, window, h, z)
 		hutchShares, zkShares = append(hutchShares, h), append(zkShares, z)
 	}
-	h, z := median(hutchShares), median(zkShares)
-	fmt.Printf("idle, median of %d windows: hutch %.2f%%, zookeeper %.2f%% of one core, hutch / zookeeper %.2f\n", idleRounds, h, z, h/z)
+	h, z := Median(hutchShares), Median(zkShares)
+	fmt.Printf("idle, median of %d windows: hutch %.2f%%, zookeeper %.2f%% of one core, hutch / zookeeper %.2f\n", idleRounds, h, z, Ratio(h, z))
 	b.ReportMetric(h, "hutch-%core")
 	b.ReportMetric(z, "zookeeper-%core")
 }
 
 // share is CPU time used over a window as a percentage of one core.
 func share(used, window time.Duration) float64 { return used.Seconds() / window.Seconds() * 100 }
-
-// median is the middle value of xs (the upper one of an even count).
-func median[T cmp.Ordered](xs []T) T {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
 
 // cpuOf sums the user and system CPU time of the servers' processes.
 func cpuOf(b *testing.B, servers []*realzk.Server) time.Duration {

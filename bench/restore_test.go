@@ -36,7 +36,7 @@ func BenchmarkCompareRestore(b *testing.B) {
 	servers := []*struct {
 		name string
 		s    *realzk.Server
-		took []time.Duration
+		took []float64 // ms
 	}{
 		{name: "hutch", s: realzk.StartHutchBinary(b, bin, "--max-client-conns", "0", "--data-dir", "data")},
 		{name: "zookeeper", s: realzk.Start(b, realzk.OperatorJVM(*compareHeap))},
@@ -55,17 +55,17 @@ func BenchmarkCompareRestore(b *testing.B) {
 				}
 				n, took := sv.s.Relaunch(b, realzk.Serving)
 				sv.s = n
-				sv.took = append(sv.took, took)
+				sv.took = append(sv.took, float64(took.Microseconds())/1000)
 				kids := checkRestored(b, n.Addr, last)
 				fmt.Printf("%s: serving %v after exec; %s is there, %d siblings\n", sv.name, took.Round(time.Millisecond), last, kids)
 			}
 		}
 	}
-	h, z := median(servers[0].took), median(servers[1].took)
-	fmt.Printf("restart with %d znodes, median of %d: hutch %v, zookeeper %v, hutch / zookeeper %.2f×\n",
-		*restoreZnodes, len(servers[0].took), h.Round(time.Millisecond), z.Round(time.Millisecond), float64(h)/float64(z))
-	b.ReportMetric(float64(h.Milliseconds()), "hutch-ms")
-	b.ReportMetric(float64(z.Milliseconds()), "zookeeper-ms")
+	h, z := Median(servers[0].took), Median(servers[1].took)
+	fmt.Printf("restart with %d znodes, median of %d: hutch %.0f ms, zookeeper %.0f ms, hutch / zookeeper %.2f×\n",
+		*restoreZnodes, len(servers[0].took), h, z, Ratio(h, z))
+	b.ReportMetric(h, "hutch-ms")
+	b.ReportMetric(z, "zookeeper-ms")
 }
 
 // fillZnodes creates n znodes of 100 bytes under /restore, 1,000 to a
