@@ -301,6 +301,26 @@ func TestBrowserLiveView(t *testing.T) {
 	step(t, ctx, "open the ensemble", chromedp.Navigate(view.URL+"/ui/ensemble"))
 	waitJS(t, ctx, "three members", `document.querySelectorAll('table.members tr').length === 4`)
 	screenshot(t, ctx, "observe-ensemble.png")
+
+	// Hostile names and data on screen: markup that would run if it were
+	// not escaped (and CSP did not stop it), quotes, and invalid UTF-8 in
+	// the data (go-zookeeper refuses it in a path; TestViewEscapes puts it
+	// there through a raw client). The page must show it all as text and
+	// run none of it.
+	const hostileDir = `/"><img src=x onerror="window.pwned=1">`
+	hostileNode := hostileDir + `/'<img src=y onerror=window.pwned=2>`
+	for _, p := range []string{hostileDir, hostileNode} {
+		if _, err := admin.Create(p, []byte("<script>window.pwned=3</script>\"'&\xff\xfe"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatalf("create %q: %v", p, err)
+		}
+	}
+	step(t, ctx, "open the hostile directory", chromedp.Navigate(view.URL+"/ui/tree?"+url.Values{"path": {hostileDir}, "format": {"text"}}.Encode()))
+	waitJS(t, ctx, "the hostile data as text", `document.querySelector('pre.data')?.textContent.includes("<script>window.pwned=3</script>")`)
+	waitJS(t, ctx, "the hostile child's name as text", `document.body.textContent.includes("'<img src=y onerror=window.pwned=2>")`)
+	if pwned := eval[bool](t, ctx, `window.pwned !== undefined || document.querySelector('img[src="x"], img[src="y"]') !== null || document.querySelectorAll('script:not([src])').length > 0`); pwned {
+		t.Fatal("hostile znode names or data became markup or ran on the page")
+	}
+	screenshot(t, ctx, "observe-hostile.png")
 }
 
 // waitWatches waits until the server holds n watches on the lock and
