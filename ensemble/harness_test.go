@@ -137,7 +137,27 @@ func (e *ensemble) startNodes(nodes ...*node) {
 	}
 }
 
+// start launches nd's process and waits for it to answer imok. A node's
+// ports are fixed (its peers know them), and while it was down another
+// socket may have taken one, such as a peer flood's connection leaving
+// from the same loopback address: that is the harness's problem, not the
+// node's, so a start refused for a port in use is tried again, for up to
+// portWait, until the port comes free.
 func (e *ensemble) start(nd *node) error {
+	deadline := time.Now().Add(portWait)
+	for {
+		err := e.startOnce(nd)
+		if err == nil || !strings.Contains(err.Error(), "address already in use") || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond) // waiting on another process's socket
+	}
+}
+
+// portWait bounds how long start waits for a node's port to come free.
+const portWait = 20 * time.Second
+
+func (e *ensemble) startOnce(nd *node) error {
 	nd.mu.Lock()
 	nd.incarnation++
 	logFile := filepath.Join(e.base, fmt.Sprintf("node%d.%d.log", nd.id, nd.incarnation))

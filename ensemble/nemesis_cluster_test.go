@@ -148,28 +148,13 @@ func (c *procCluster) Kill(i int) error {
 	}
 }
 
-// Restart starts node i again from its data directory. A node's ports
-// are fixed (its peers know them), and while it was down another socket
-// may have taken one: a peer flood's connections leave from ephemeral
-// ports of the same loopback addresses. That is the harness's problem, not
-// the node's, so a start refused for a port in use is tried again, for up
-// to portWait, until the port comes free.
+// Restart starts node i again from its data directory.
 func (c *procCluster) Restart(i int) error {
 	if _, _, err := c.running(i); err == nil {
 		return fmt.Errorf("node %d is running", i+1)
 	}
-	deadline := time.Now().Add(portWait)
-	for {
-		err := c.start(c.nodes[i])
-		if err == nil || !strings.Contains(err.Error(), "address already in use") || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(200 * time.Millisecond) // waiting on another process's socket
-	}
+	return c.start(c.nodes[i])
 }
-
-// portWait bounds how long Restart waits for a node's port to come free.
-const portWait = 20 * time.Second
 
 // Pause stops node i's process with SIGSTOP.
 func (c *procCluster) Pause(i int) error {

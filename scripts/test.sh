@@ -43,6 +43,19 @@ fi
 if [ "$(count FAIL)" -gt 0 ]; then
   echo "failed:"
   grep -E '^ *--- FAIL: ' "$log" | sed -E 's/^ *--- FAIL: /  /'
+  # -v streams a test's messages before its --- FAIL line, where a long
+  # package's output buries them: repeat the last lines each failed test
+  # wrote from a _test.go file (its t.Fatal or t.Error among them).
+  echo "failure messages (the last test-file lines before each --- FAIL):"
+  awk '
+    /^=== RUN / { name = $3; n[name] = 0 }
+    /^=== (CONT|NAME) / { name = $3 }
+    /^ +[[:alnum:]_]+_test\.go:[0-9]+: / { line = $0; sub(/^ +/, "", line); buf[name, n[name] % 12] = line; n[name]++ }
+    /^ *--- FAIL: / {
+      t = $3; print "  " t ":"
+      k = n[t]; from = (k > 12) ? k - 12 : 0
+      for (i = from; i < k; i++) print "    " substr(buf[t, i % 12], 1, 300)
+    }' "$log"
 fi
 echo "packages:"
 grep -E '^(ok|FAIL|\?)[[:space:]]+[[:alnum:]._/-]+([[:space:]]|$)' "$log" | sed -E 's/^/  /' || true
