@@ -48,13 +48,19 @@ if [ "$(count FAIL)" -gt 0 ]; then
   # wrote from a _test.go file (its t.Fatal or t.Error among them).
   echo "failure messages (the last test-file lines before each --- FAIL):"
   awk '
-    /^=== RUN / { name = $3; n[name] = 0 }
-    /^=== (CONT|NAME) / { name = $3 }
-    /^ +[[:alnum:]_]+_test\.go:[0-9]+: / { line = $0; sub(/^ +/, "", line); buf[name, n[name] % 12] = line; n[name]++ }
+    /^=== RUN / { name = $3; n[name] = 0; more = -1; next }
+    /^=== (CONT|NAME|PAUSE) / { name = $3; more = -1; next }
+    /^ +[[:alnum:]_]+_test\.go:[0-9]+: / {
+      line = $0; sub(/^ +/, "", line); at = n[name] % 12
+      buf[name, at] = line; n[name]++; more = 6; next
+    }
+    # A multi-line message continues, indented deeper, on the next lines.
+    /^         *[^ -]/ && more > 0 { line = $0; sub(/^ +/, "", line); buf[name, at] = buf[name, at] "\n      " line; more--; next }
+    { more = -1 }
     /^ *--- FAIL: / {
       t = $3; print "  " t ":"
       k = n[t]; from = (k > 12) ? k - 12 : 0
-      for (i = from; i < k; i++) print "    " substr(buf[t, i % 12], 1, 300)
+      for (i = from; i < k; i++) print "    " substr(buf[t, i % 12], 1, 2000)
     }' "$log"
 fi
 echo "packages:"

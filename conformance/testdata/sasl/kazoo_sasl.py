@@ -45,12 +45,26 @@ def main():
         # machine the caller can wake after that and raise
         # KazooTimeoutError although the client did connect: what is
         # observed is whether it connected.
+        # The connection thread moves the client through ZooKeeper's
+        # states: AUTH_FAILED on the refusal and CLOSED a moment later, as
+        # it stops. Sampling client_state in between would race it, so the
+        # transitions are recorded and the client waited on until CLOSED.
+        keeper = []
+        session_callback = zk._session_callback
+
+        def record(state):
+            if not keeper or keeper[-1] != str(state):
+                keeper.append(str(state))
+            session_callback(state)
+
+        zk._session_callback = record
         started = attempt(lambda: zk.start(timeout=WAIT))
         print("start=" + ("connected" if "CONNECTED" in states else str(started)))
         deadline = time.monotonic() + WAIT
-        while zk.client_state == "CONNECTED" and time.monotonic() < deadline:
+        while zk.client_state != "CLOSED" and time.monotonic() < deadline:
             time.sleep(0.01)
         print("client_state=" + str(zk.client_state))
+        print("keeper_states=" + ",".join(keeper))
         print("states=" + ",".join(states))
         print("exists=" + str(attempt(lambda: zk.exists("/"))))
         zk.stop()
