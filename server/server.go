@@ -216,33 +216,23 @@ func (memoryAddr) Network() string { return "memory" }
 func (memoryAddr) String() string  { return "in-memory" }
 
 // AdminAddr is the admin HTTP address, or nil without one.
-func (s *Server) AdminAddr() net.Addr {
-	s.lifeMu.Lock()
-	defer s.lifeMu.Unlock()
-	if s.adminLn == nil {
-		return nil
-	}
-	return s.adminLn.Addr()
-}
+func (s *Server) AdminAddr() net.Addr { return s.listenerAddr(&s.adminLn) }
 
 // MetricsAddr is the /metrics HTTP address, or nil without one.
-func (s *Server) MetricsAddr() net.Addr {
-	s.lifeMu.Lock()
-	defer s.lifeMu.Unlock()
-	if s.metricsLn == nil {
-		return nil
-	}
-	return s.metricsLn.Addr()
-}
+func (s *Server) MetricsAddr() net.Addr { return s.listenerAddr(&s.metricsLn) }
 
 // UIAddr is the live view's own HTTP address, or nil without one.
-func (s *Server) UIAddr() net.Addr {
+func (s *Server) UIAddr() net.Addr { return s.listenerAddr(&s.uiLn) }
+
+// listenerAddr is the address *ln listens on, or nil while it is unset;
+// Start and Close change the listeners under lifeMu.
+func (s *Server) listenerAddr(ln *net.Listener) net.Addr {
 	s.lifeMu.Lock()
 	defer s.lifeMu.Unlock()
-	if s.uiLn == nil {
+	if *ln == nil {
 		return nil
 	}
-	return s.uiLn.Addr()
+	return (*ln).Addr()
 }
 
 // serveHTTP runs one of the operators' HTTP listeners until the server
