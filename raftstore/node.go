@@ -48,8 +48,11 @@ type Events interface {
 	// Vouch says, on a follower, when the newest report of its clients'
 	// activity that reached the leader was sent; a client whose session
 	// timeout's third has passed since (and since it attached) must be
-	// dropped, before the leader could expire its session.
-	Vouch(reached time.Time)
+	// dropped, before the leader could expire its session. limit bounds
+	// how long a client is answered without a report reaching the leader,
+	// whatever its timeout (the node's LeaderlessLimit); it travels with
+	// the call so the server keeps no copy written after this loop starts.
+	Vouch(reached time.Time, limit time.Duration)
 }
 
 // Node is a server's replication wing: it puts the commands the server
@@ -422,7 +425,7 @@ func (n *Node) reportTouches(ctx context.Context) {
 		if n.store.IsLeader() {
 			n.vouchedAt.Store(time.Now().UnixNano())
 		} else {
-			n.events.Vouch(n.Vouched())
+			n.events.Vouch(n.Vouched(), n.LeaderlessLimit())
 		}
 		// With no session in the ensemble there is nobody to vouch for:
 		// look less often. A session's creation vouches for it (its

@@ -13,10 +13,10 @@ import (
 // quietEvents is a server that hears nothing of interest.
 type quietEvents struct{}
 
-func (quietEvents) Failed([]uint64) {}
-func (quietEvents) Stranded(uint64) {}
-func (quietEvents) Serving(bool)    {}
-func (quietEvents) Vouch(time.Time) {}
+func (quietEvents) Failed([]uint64)                {}
+func (quietEvents) Stranded(uint64)                {}
+func (quietEvents) Serving(bool)                   {}
+func (quietEvents) Vouch(time.Time, time.Duration) {}
 
 // TestQuietTiming: an ensemble with no session stretches Raft's heartbeat
 // and election timeouts on every member, and the first session brings

@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/hutchzk/hutch/internal/faultnet"
+	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/wire"
 	"github.com/hutchzk/hutch/zkdb"
 )
@@ -69,7 +70,7 @@ func TestClusterPartitionedLeader(t *testing.T) {
 	// its clients, as it can no longer vouch for their sessions; on a
 	// loaded machine the election can take that long, and then the drop is
 	// the intended behaviour, not a failure.
-	slowElection := elected > min(majority[0].vouchLimit, sessionTimeout/3)
+	slowElection := elected > min(majority[0].repl.(*raftstore.Node).LeaderlessLimit(), sessionTimeout/3)
 	waitFor(t, 10*time.Second, "the cut-off leader to step down", func() bool { return !isLeader(old) })
 	t.Logf("old leader stepped down %v after the cut", time.Since(cut).Round(time.Millisecond))
 

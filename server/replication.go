@@ -75,8 +75,8 @@ func (e replicationEvents) Stranded(upTo uint64) {
 
 func (e replicationEvents) Serving(ok bool) { e.s.setServing(ok) }
 
-func (e replicationEvents) Vouch(reached time.Time) {
-	e.s.dropUnvouched(time.Now(), reached, e.s.vouchLimit)
+func (e replicationEvents) Vouch(reached time.Time, limit time.Duration) {
+	e.s.dropUnvouched(time.Now(), reached, limit)
 }
 
 // proposalTimeout bounds how long a write may wait for its commit before its
@@ -121,7 +121,6 @@ func (s *Server) openReplication() (replication, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.vouchLimit = n.LeaderlessLimit()
 	return n, nil
 }
 

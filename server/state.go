@@ -35,10 +35,7 @@ type Server struct {
 	// proposals until they apply or are given up on.
 	repl    replication
 	pending pendingTable
-	// vouchLimit bounds how long a follower answers a client without a
-	// report of its activity reaching the leader, whatever its timeout.
-	vouchLimit time.Duration
-	stats      Stats
+	stats   Stats
 	// trace receives every applied command and delivered watch event
 	// (see traceApplied); Config.Trace or the server's own.
 	trace *trace.Broker
