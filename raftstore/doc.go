@@ -8,6 +8,9 @@
 // raft-boltdb stores, and one TCP listener per node that carries both
 // Raft's RPCs and a forwarding channel through which followers hand
 // commands to the leader, report their clients' activity, and ask how far
-// to catch up for sync. Every connection between nodes is authenticated
-// with a shared secret before either side reads a byte of it.
+// to catch up for sync, and a channel on which any member answers
+// another's question (Store.Ask: the live view gathers each member's
+// clients' sessions and watches so). Every connection between nodes is
+// authenticated with a shared secret before either side reads a byte of
+// it.
 package raftstore

@@ -104,6 +104,9 @@ type Config struct {
 	// write forwarding); nil dials TCP from RaftAddr's IP. Fault-injection
 	// tests wrap it to cut links between nodes.
 	Dial func(addr string, timeout time.Duration) (net.Conn, error)
+	// Answer answers the questions other members put with Store.Ask
+	// (ask.go); nil answers none.
+	Answer Answerer
 }
 
 // DefaultElectionTimeout is loose enough that a saturated two-core machine
@@ -223,6 +226,11 @@ type Store struct {
 	closed   bool
 	handlers sync.WaitGroup // inbound forwarding handlers
 
+	// answering counts the members' questions being answered (ask.go);
+	// their connections are in inbound and their handlers in handlers,
+	// so Close ends them with forwarding's. Guarded by fwdMu.
+	answering int
+
 	notices *notices      // commit notices heard from the leader
 	changes *changes      // fired when Raft's state or leader changes
 	ready   chan struct{} // closed once raft exists: forwarding may be served
@@ -259,7 +267,7 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 	if s.addr == "" {
 		s.addr = advertise(cfg.RaftAddr, ln.Addr())
 	}
-	s.mux = newMux(ln, s.addr, cfg.Secret, s.log, s.handleForward, cfg.Dial)
+	s.mux = newMux(ln, s.addr, cfg.Secret, s.log, s.handleForward, s.handleAsk, cfg.Dial)
 	s.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  s.mux,
 		MaxPool: 3,

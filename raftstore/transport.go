@@ -21,6 +21,7 @@ import (
 const (
 	tagRaft    byte = 'R'
 	tagForward byte = 'F'
+	// tagAsk ('Q') carries a member's question to another (ask.go).
 )
 
 // Peer handshake. Every connection between nodes starts with a mutual
@@ -84,12 +85,13 @@ func peerMAC(secret []byte, role string, nonceA, nonceD []byte, tag byte) []byte
 
 // mux owns a node's one TCP listener. It authenticates each accepted
 // connection and hands Raft connections to Accept (as the raft.StreamLayer)
-// and forwarding connections to onForward.
+// forwarding connections to onForward and members' questions to onAsk.
 type mux struct {
 	ln        net.Listener
 	log       *slog.Logger
 	secret    []byte
 	onForward func(net.Conn)
+	onAsk     func(net.Conn)
 	advertise string // what Addr reports to Raft
 	dial      func(addr string, timeout time.Duration) (net.Conn, error)
 
@@ -104,9 +106,9 @@ type mux struct {
 	wg        sync.WaitGroup // the accept loop and handshakes
 }
 
-func newMux(ln net.Listener, advertise string, secret []byte, log *slog.Logger, onForward func(net.Conn),
+func newMux(ln net.Listener, advertise string, secret []byte, log *slog.Logger, onForward, onAsk func(net.Conn),
 	dial func(addr string, timeout time.Duration) (net.Conn, error)) *mux {
-	m := &mux{ln: ln, advertise: advertise, secret: secret, log: log, onForward: onForward, dial: dial,
+	m := &mux{ln: ln, advertise: advertise, secret: secret, log: log, onForward: onForward, onAsk: onAsk, dial: dial,
 		raftConns: make(chan net.Conn), done: make(chan struct{}),
 		pending: newHandshakeSlots(maxPending, maxPendingPerIP, maxKnocked)}
 	m.wg.Add(1)
@@ -215,6 +217,8 @@ func (m *mux) route(c net.Conn) {
 		}
 	case tagForward:
 		m.onForward(c)
+	case tagAsk:
+		m.onAsk(c)
 	}
 }
 
@@ -226,7 +230,7 @@ func (m *mux) checkKnock(knock []byte) error {
 	switch {
 	case string(knock[:len(knockMagic)]) != knockMagic:
 		return fmt.Errorf("%w: not a hutch peer", errBadPeer)
-	case tag != tagRaft && tag != tagForward:
+	case tag != tagRaft && tag != tagForward && tag != tagAsk:
 		return fmt.Errorf("%w: unknown tag %#x", errBadPeer, tag)
 	case !hmac.Equal(mac, peerMAC(m.secret, "knock", nil, nonceD, tag)):
 		return errBadPeer
