@@ -2,16 +2,15 @@ package monitor
 
 import (
 	"math"
+	"sort"
+	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 )
 
 // latencyBuckets are the request-latency histogram's upper bounds in
 // seconds: from a tenth of a millisecond (a read served from memory) to
 // ten seconds (a write stuck behind an election).
-var latencyBuckets = []float64{
+var latencyBuckets = [...]float64{
 	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 	0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 }
@@ -31,38 +30,49 @@ const (
 var requestKindNames = [requestKinds]string{"read", "write", "ping"}
 
 // Durations record request latencies, one histogram per RequestKind. The
-// zero value is not usable; call NewDurations.
+// zero value is ready to use.
 type Durations struct {
-	hist [requestKinds]prometheus.Histogram
+	hist [requestKinds]histogram
+}
+
+// histogram counts samples per bucket of latencyBuckets (the last slot
+// for those past every bound) and sums them, with atomics only: Observe
+// sits on every request's path.
+type histogram struct {
+	counts  [len(latencyBuckets) + 1]atomic.Uint64
+	sumBits atomic.Uint64 // math.Float64bits of the sum, in seconds
 }
 
 // NewDurations returns empty histograms.
-func NewDurations() *Durations {
-	d := &Durations{}
-	for k := range d.hist {
-		// Named only for the library: the collector exports copies
-		// (hutch_request_duration_seconds).
-		d.hist[k] = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "request_duration", Buckets: latencyBuckets})
-	}
-	return d
-}
+func NewDurations() *Durations { return &Durations{} }
 
 // Observe records one answered request; it neither locks nor allocates.
 func (d *Durations) Observe(kind RequestKind, elapsed time.Duration) {
-	d.hist[kind].Observe(elapsed.Seconds())
+	h := &d.hist[kind]
+	v := elapsed.Seconds()
+	// The first bound at or above v: a bucket holds samples up to and
+	// including its bound, as Prometheus's do.
+	h.counts[sort.SearchFloat64s(latencyBuckets[:], v)].Add(1)
+	for {
+		old := h.sumBits.Load()
+		if h.sumBits.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+v)) {
+			return
+		}
+	}
 }
 
-// Read copies the histograms.
+// Read copies the histograms. Count is the sum of the buckets read, so a
+// copy taken while requests are recorded never has a bucket above it.
 func (d *Durations) Read() [requestKinds]Histogram {
 	var out [requestKinds]Histogram
-	for k, h := range d.hist {
-		var pb dto.Metric
-		if h.Write(&pb) != nil || pb.Histogram == nil {
-			continue
-		}
-		hist := Histogram{Count: pb.Histogram.GetSampleCount(), Sum: pb.Histogram.GetSampleSum()}
-		for _, b := range pb.Histogram.GetBucket() {
-			hist.Cumulative = append(hist.Cumulative, b.GetCumulativeCount())
+	for k := range d.hist {
+		h := &d.hist[k]
+		hist := Histogram{Sum: math.Float64frombits(h.sumBits.Load()), Cumulative: make([]uint64, len(latencyBuckets))}
+		for i := range h.counts {
+			hist.Count += h.counts[i].Load()
+			if i < len(latencyBuckets) {
+				hist.Cumulative[i] = hist.Count
+			}
 		}
 		out[k] = hist
 	}

@@ -1,70 +1,85 @@
 package monitor
 
 import (
-	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Prometheus metrics, served at /metrics as ZooKeeper's
-// PrometheusMetricsProvider serves them on metricsProvider.httpPort. Every
-// value is read at scrape time from one snapshot, the one mntr reads, so
-// the two agree and a scrape costs the request path nothing: the request
-// latencies too are recorded into Durations with a lock-free Observe and
-// copied into the snapshot.
+// Metrics, served at /metrics as ZooKeeper's PrometheusMetricsProvider
+// serves them on metricsProvider.httpPort. Every value is read at scrape
+// time from one snapshot, the one mntr reads, so the two agree and a
+// scrape costs the request path nothing: the request latencies too are
+// recorded into Durations with a lock-free Observe and copied into the
+// snapshot.
+//
+// This package says which metrics there are and what they hold (Metrics),
+// in plain values; how they are exposed is a MetricsProvider's business,
+// plugged in by whoever serves them (package monitor/prometheus, which
+// the hutch command plugs in, as ZooKeeper's metricsProvider.className
+// names a class). So a program that embeds a server, or a test that
+// imports hutchtest, does not link a metrics library it never serves.
 
-// MetricsHandler serves /metrics: the collector over this monitor's
-// Source, and client_golang's Go runtime and process collectors (memory,
-// goroutines, open and maximum file descriptors), in a registry of its
-// own, never the global default: one process may run many servers.
-func (m *Monitor) MetricsHandler() http.Handler {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		collector{m},
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorLog:      slogErrorLog{m},
-		ErrorHandling: promhttp.ContinueOnError,
-	}))
-	return mux
+// MetricsProvider makes the /metrics handler of a monitor.
+type MetricsProvider func(*Monitor) http.Handler
+
+// MetricType is the kind of a Metric, as Prometheus's.
+type MetricType int
+
+// The kinds of metric.
+const (
+	GaugeMetric MetricType = iota
+	CounterMetric
+	HistogramMetric
+	SummaryMetric
+)
+
+// Metric is one sample of one metric: a gauge's or counter's Value, a
+// histogram's Buckets, or a summary's Quantiles (with Count and Sum).
+type Metric struct {
+	Name, Help string
+	Type       MetricType
+	// Labels are the sample's label pairs: name, value, name, value...
+	Labels []string
+	Value  float64
+	Count  uint64
+	Sum    float64
+	// Buckets are a histogram's cumulative counts by upper bound, the
+	// +Inf bucket (Count) left out.
+	Buckets []Bucket
+	// Quantiles are a summary's values by quantile (NaN when empty).
+	Quantiles []Quantile
 }
 
-// slogErrorLog hands promhttp's errors to the monitor's logger.
-type slogErrorLog struct{ m *Monitor }
+// Bucket is one cumulative histogram bucket.
+type Bucket struct {
+	UpperBound float64
+	Count      uint64
+}
 
-func (l slogErrorLog) Println(v ...any) { l.m.cfg.Logger.Warn("metrics", "err", fmt.Sprint(v...)) }
+// Quantile is one summary quantile.
+type Quantile struct{ Q, Value float64 }
+
+// Logger is where a metrics provider reports what it cannot serve.
+func (m *Monitor) Logger() *slog.Logger { return m.cfg.Logger }
 
 // zkCounters are the mntr keys ZooKeeper exports as counters; the others
 // are gauges, as ZooKeeper registers them.
 var zkCounters = map[string]bool{"bytes_received_count": true}
 
-// collector reads one snapshot per scrape. Its metrics change with the
-// node's role (a leader has more), so it describes none in advance: the
-// registry checks them as they are collected.
-type collector struct{ m *Monitor }
+// emitter adds one gauge or counter: name, help, type, value and label
+// pairs.
+type emitter func(name, help string, t MetricType, v float64, labels ...string)
 
-func (collector) Describe(chan<- *prometheus.Desc) {}
-
-// emitter sends one metric: name, help, type, value and label pairs.
-type emitter func(name, help string, t prometheus.ValueType, v float64, labels ...string)
-
-func (c collector) Collect(ch chan<- prometheus.Metric) {
-	emit := func(name, help string, t prometheus.ValueType, v float64, labels ...string) {
-		var names, values []string
-		for i := 0; i+1 < len(labels); i += 2 {
-			names, values = append(names, labels[i]), append(values, labels[i+1])
-		}
-		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, help, names, nil), t, v, values...)
+// Metrics reads one snapshot and returns every metric the node has now.
+// They change with the node's role (a leader has more).
+func (m *Monitor) Metrics() []Metric {
+	var out []Metric
+	emit := func(name, help string, t MetricType, v float64, labels ...string) {
+		out = append(out, Metric{Name: name, Help: help, Type: t, Value: v, Labels: labels})
 	}
-	v := c.m.take(PartStats | PartReplication)
+	v := m.take(PartStats | PartReplication)
 	st := v.Stats
 
 	// ZooKeeper's gauges, from mntr's own list so that the two agree.
@@ -73,56 +88,59 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		if !ok {
 			continue // version, server_state
 		}
-		t := prometheus.GaugeValue
+		t := GaugeMetric
 		if zkCounters[kv.key] {
-			t = prometheus.CounterValue
+			t = CounterMetric
 		}
 		emit(kv.key, "ZooKeeper's "+kv.key+", as mntr reports it.", t, n)
 	}
-	emit("hutch_bytes_sent_total", "Bytes written to clients (replies and notifications).", prometheus.CounterValue, float64(st.BytesSent))
-	emit("hutch_txns_applied_total", "Transactions applied to this node's state.", prometheus.CounterValue, float64(st.Txns))
-	emit("hutch_watch_notifications_total", "Watch notifications sent to this node's clients.", prometheus.CounterValue, float64(st.Notifications))
-	emit("hutch_forwarded_writes_total", "Writes this node handed to another node, the Raft leader.", prometheus.CounterValue, float64(st.Forwarded))
-	collectLatency(ch, st.Durations)
-	viewers, lost := c.m.hub.counts()
-	emit("hutch_trace_viewers", "Event trace streams open (/trace, the live view's trace panel).", prometheus.GaugeValue, float64(viewers))
-	emit("hutch_trace_dropped_total", "Trace events a stream's filter kept but it did not get: over its rate, or behind.", prometheus.CounterValue, float64(lost))
-	emit("hutch_ui_pages_total", "Live view pages and panel redraws served.", prometheus.CounterValue, float64(c.m.pages.Load()))
+	emit("hutch_bytes_sent_total", "Bytes written to clients (replies and notifications).", CounterMetric, float64(st.BytesSent))
+	emit("hutch_txns_applied_total", "Transactions applied to this node's state.", CounterMetric, float64(st.Txns))
+	emit("hutch_watch_notifications_total", "Watch notifications sent to this node's clients.", CounterMetric, float64(st.Notifications))
+	emit("hutch_forwarded_writes_total", "Writes this node handed to another node, the Raft leader.", CounterMetric, float64(st.Forwarded))
+	out = appendLatency(out, st.Durations)
+	viewers, lost := m.hub.counts()
+	emit("hutch_trace_viewers", "Event trace streams open (/trace, the live view's trace panel).", GaugeMetric, float64(viewers))
+	emit("hutch_trace_dropped_total", "Trace events a stream's filter kept but it did not get: over its rate, or behind.", CounterMetric, float64(lost))
+	emit("hutch_ui_pages_total", "Live view pages and panel redraws served.", CounterMetric, float64(m.pages.Load()))
 
 	for _, mode := range []string{Standalone, Leader, Follower} {
 		emit("hutch_server_state", "1 for this node's role (mntr's server_state), 0 for the others.",
-			prometheus.GaugeValue, boolFloat(v.Mode == mode), "state", mode)
+			GaugeMetric, boolFloat(v.Mode == mode), "state", mode)
 	}
 	if v.Replication.Raft != nil {
 		collectRaft(v, emit)
 	}
+	return out
 }
 
-// collectLatency reports the request-latency histograms, and ZooKeeper's
+// appendLatency adds the request-latency histograms, and ZooKeeper's
 // readlatency and updatelatency summaries (milliseconds, quantiles 0.5,
 // 0.9 and 0.99) estimated from them over the server's lifetime.
-func collectLatency(ch chan<- prometheus.Metric, durations [requestKinds]Histogram) {
-	desc := prometheus.NewDesc("hutch_request_duration_seconds",
-		"Time from reading a request to queueing its reply, by kind: read, write (anything else but a ping) or ping.", []string{"kind"}, nil)
+func appendLatency(out []Metric, durations [requestKinds]Histogram) []Metric {
 	for k, h := range durations {
-		buckets := make(map[float64]uint64, len(h.Cumulative))
+		buckets := make([]Bucket, len(h.Cumulative))
 		for i, n := range h.Cumulative {
-			buckets[latencyBuckets[i]] = n
+			buckets[i] = Bucket{latencyBuckets[i], n}
 		}
-		ch <- prometheus.MustNewConstHistogram(desc, h.Count, h.Sum, buckets, requestKindNames[k])
+		out = append(out, Metric{Name: "hutch_request_duration_seconds",
+			Help: "Time from reading a request to queueing its reply, by kind: read, write (anything else but a ping) or ping.",
+			Type: HistogramMetric, Labels: []string{"kind", requestKindNames[k]}, Count: h.Count, Sum: h.Sum, Buckets: buckets})
 	}
 	for _, s := range []struct {
 		name string
 		kind RequestKind
 	}{{"readlatency", ReadRequest}, {"updatelatency", WriteRequest}} {
 		h := durations[s.kind]
-		quantiles := map[float64]float64{}
+		var quantiles []Quantile
 		for _, q := range []float64{0.5, 0.9, 0.99} {
-			quantiles[q] = h.quantile(q) * 1000
+			quantiles = append(quantiles, Quantile{q, h.quantile(q) * 1000})
 		}
-		desc := prometheus.NewDesc(s.name, "ZooKeeper's "+s.name+" in milliseconds; quantiles estimated from hutch_request_duration_seconds since start.", nil, nil)
-		ch <- prometheus.MustNewConstSummary(desc, h.Count, h.Sum*1000, quantiles)
+		out = append(out, Metric{Name: s.name,
+			Help: "ZooKeeper's " + s.name + " in milliseconds; quantiles estimated from hutch_request_duration_seconds since start.",
+			Type: SummaryMetric, Count: h.Count, Sum: h.Sum * 1000, Quantiles: quantiles})
 	}
+	return out
 }
 
 // collectRaft reports the Raft node: ZooKeeper's quorum_size and hutch's
@@ -139,8 +157,8 @@ func collectRaft(v *view, emit emitter) {
 		n, _ := strconv.ParseUint(r.Raft[key], 10, 64)
 		return n
 	}
-	gauge := func(name, help string, v float64) { emit("hutch_raft_"+name, help, prometheus.GaugeValue, v) }
-	emit("quorum_size", "Voting members of the ensemble (ZooKeeper's quorum_size).", prometheus.GaugeValue, float64(voters))
+	gauge := func(name, help string, v float64) { emit("hutch_raft_"+name, help, GaugeMetric, v) }
+	emit("quorum_size", "Voting members of the ensemble (ZooKeeper's quorum_size).", GaugeMetric, float64(voters))
 	gauge("members", "Members of the Raft configuration, voters or not.", float64(len(r.Members)))
 	gauge("voters", "Voting members of the Raft configuration.", float64(voters))
 	gauge("is_leader", "1 on the Raft leader, 0 elsewhere.", boolFloat(v.Mode == Leader))

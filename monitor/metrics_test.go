@@ -2,86 +2,19 @@ package monitor
 
 import (
 	"math"
-	"net/http"
-	"net/http/httptest"
-	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
-// scrape reads m's /metrics.
-func scrape(tb testing.TB, m *Monitor) map[string]*dto.MetricFamily {
-	tb.Helper()
-	rec := httptest.NewRecorder()
-	m.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(rec.Body)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return families
-}
-
-// gauges are the expected exposition of some of the leader fixture's
-// gauges and counters: ZooKeeper's, from the mntr list, and hutch's own.
-const gauges = `# HELP avg_latency ZooKeeper's avg_latency, as mntr reports it.
-# TYPE avg_latency gauge
-avg_latency 0.3333
-# HELP bytes_received_count ZooKeeper's bytes_received_count, as mntr reports it.
-# TYPE bytes_received_count counter
-bytes_received_count 300
-# HELP hutch_bytes_sent_total Bytes written to clients (replies and notifications).
-# TYPE hutch_bytes_sent_total counter
-hutch_bytes_sent_total 900
-# HELP hutch_raft_is_leader 1 on the Raft leader, 0 elsewhere.
-# TYPE hutch_raft_is_leader gauge
-hutch_raft_is_leader 1
-# HELP hutch_raft_log_entries Entries in this node's log: last_log_index - first_log_index + 1.
-# TYPE hutch_raft_log_entries gauge
-hutch_raft_log_entries 40
-# HELP hutch_raft_members Members of the Raft configuration, voters or not.
-# TYPE hutch_raft_members gauge
-hutch_raft_members 3
-# HELP hutch_raft_term Current Raft term.
-# TYPE hutch_raft_term gauge
-hutch_raft_term 4
-# HELP hutch_server_state 1 for this node's role (mntr's server_state), 0 for the others.
-# TYPE hutch_server_state gauge
-hutch_server_state{state="follower"} 0
-hutch_server_state{state="leader"} 1
-hutch_server_state{state="standalone"} 0
-# HELP hutch_txns_applied_total Transactions applied to this node's state.
-# TYPE hutch_txns_applied_total counter
-hutch_txns_applied_total 31
-# HELP learners ZooKeeper's learners, as mntr reports it.
-# TYPE learners gauge
-learners 2
-# HELP quorum_size Voting members of the ensemble (ZooKeeper's quorum_size).
-# TYPE quorum_size gauge
-quorum_size 2
-# HELP synced_followers ZooKeeper's synced_followers, as mntr reports it.
-# TYPE synced_followers gauge
-synced_followers 1
-# HELP uptime ZooKeeper's uptime, as mntr reports it.
-# TYPE uptime gauge
-uptime 90000
-# HELP znode_count ZooKeeper's znode_count, as mntr reports it.
-# TYPE znode_count gauge
-znode_count 7
-`
-
-// TestMetrics: a scrape reads one snapshot and reports what mntr does,
-// the latency histograms and summaries, and on an ensemble member the
-// Raft gauges.
+// TestMetrics: Metrics reads one snapshot and reports what mntr does,
+// hutch's own counters, the latency histograms and summaries, and on an
+// ensemble member the Raft gauges. (The Prometheus exposition of the same
+// fixtures is TestMetricsExposition's.)
 func TestMetrics(t *testing.T) {
-	d := NewDurations()
+	var d Durations
 	for _, ms := range []int{1, 1, 3, 20} {
 		d.Observe(ReadRequest, time.Duration(ms)*time.Millisecond)
 	}
@@ -89,46 +22,110 @@ func TestMetrics(t *testing.T) {
 	src := ensemble(Leader)
 	src.state.Stats.Durations = d.Read()
 	m := newMonitor(t, src, Config{})
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collector{m})
-	names := regexp.MustCompile(`(?m)^# TYPE (\S+)`).FindAllStringSubmatch(gauges, -1)
-	var list []string
-	for _, n := range names {
-		list = append(list, n[1])
-	}
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(gauges), list...); err != nil {
-		t.Error(err)
-	}
+	got := m.Metrics()
 	if src.calls != 1 {
-		t.Errorf("a scrape took %d snapshots, want 1", src.calls)
+		t.Errorf("Metrics took %d snapshots, want 1", src.calls)
 	}
-
-	got := scrape(t, m)
-	for _, mt := range got["hutch_request_duration_seconds"].GetMetric() {
-		h := mt.GetHistogram()
-		want := map[string]uint64{"read": 4, "write": 1, "ping": 0}[mt.GetLabel()[0].GetValue()]
-		if h.GetSampleCount() != want || len(h.GetBucket()) != len(latencyBuckets)+1 { // and +Inf
-			t.Errorf("histogram %v: %d samples in %d buckets, want %d", mt.GetLabel(), h.GetSampleCount(), len(h.GetBucket()), want)
+	find := func(name string, labels ...string) Metric {
+		t.Helper()
+		i := slices.IndexFunc(got, func(mt Metric) bool { return mt.Name == name && slices.Equal(mt.Labels, labels) })
+		if i < 0 {
+			t.Fatalf("no metric %s%v", name, labels)
+		}
+		return got[i]
+	}
+	for _, want := range []struct {
+		name  string
+		typ   MetricType
+		value float64
+		label []string
+	}{
+		{"avg_latency", GaugeMetric, 0.3333, nil},
+		{"bytes_received_count", CounterMetric, 300, nil},
+		{"hutch_bytes_sent_total", CounterMetric, 900, nil},
+		{"hutch_raft_is_leader", GaugeMetric, 1, nil},
+		{"hutch_raft_log_entries", GaugeMetric, 40, nil},
+		{"hutch_raft_members", GaugeMetric, 3, nil},
+		{"hutch_raft_term", GaugeMetric, 4, nil},
+		{"hutch_server_state", GaugeMetric, 0, []string{"state", "follower"}},
+		{"hutch_server_state", GaugeMetric, 1, []string{"state", "leader"}},
+		{"hutch_txns_applied_total", CounterMetric, 31, nil},
+		{"learners", GaugeMetric, 2, nil},
+		{"quorum_size", GaugeMetric, 2, nil},
+		{"synced_followers", GaugeMetric, 1, nil},
+		{"uptime", GaugeMetric, 90000, nil},
+		{"znode_count", GaugeMetric, 7, nil},
+	} {
+		mt := find(want.name, want.label...)
+		if mt.Type != want.typ || mt.Value != want.value || mt.Help == "" {
+			t.Errorf("%s%v: %v %v (help %q), want %v %v", want.name, want.label, mt.Type, mt.Value, mt.Help, want.typ, want.value)
 		}
 	}
-	read := got["readlatency"].GetMetric()[0].GetSummary()
-	if read.GetSampleCount() != 4 || math.Abs(read.GetSampleSum()-25) > 1e-9 || len(read.GetQuantile()) != 3 {
-		t.Errorf("readlatency: %v", read)
+	for kind, n := range map[string]uint64{"read": 4, "write": 1, "ping": 0} {
+		h := find("hutch_request_duration_seconds", "kind", kind)
+		if h.Type != HistogramMetric || h.Count != n || len(h.Buckets) != len(latencyBuckets) {
+			t.Errorf("histogram %s: %d samples in %d buckets, want %d", kind, h.Count, len(h.Buckets), n)
+		}
+	}
+	read := find("readlatency")
+	if read.Type != SummaryMetric || read.Count != 4 || math.Abs(read.Sum-25) > 1e-9 || len(read.Quantiles) != 3 {
+		t.Errorf("readlatency: %+v", read)
 	}
 	// The samples were 1, 1, 3 and 20ms: the median is in the bucket up
 	// to 1ms, the 99th percentile in the one from 10 to 25ms.
-	if q := read.GetQuantile(); math.Abs(q[0].GetValue()-1) > 1e-9 || q[2].GetValue() <= 10 || q[2].GetValue() > 25 {
+	if q := read.Quantiles; math.Abs(q[0].Value-1) > 1e-9 || q[2].Value <= 10 || q[2].Value > 25 {
 		t.Errorf("readlatency quantiles %v", q)
 	}
-	if _, ok := got["process_open_fds"]; !ok {
-		t.Error("no process collector")
-	}
 
-	for name := range scrape(t, newMonitor(t, standalone(), Config{})) {
-		if strings.HasPrefix(name, "hutch_raft_") || name == "quorum_size" || name == "synced_followers" {
-			t.Errorf("a single node reports %s", name)
+	for _, mt := range newMonitor(t, standalone(), Config{}).Metrics() {
+		if strings.HasPrefix(mt.Name, "hutch_raft_") || mt.Name == "quorum_size" || mt.Name == "synced_followers" {
+			t.Errorf("a single node reports %s", mt.Name)
 		}
 	}
+}
+
+// TestDurations: a sample lands in the bucket whose bound is the first at
+// or above it (bounds inclusive, as Prometheus's), past the last bound
+// only in the count; a copy read while samples are recorded never has a
+// bucket above its count; Observe allocates nothing.
+func TestDurations(t *testing.T) {
+	var d Durations
+	d.Observe(ReadRequest, 100*time.Microsecond) // exactly the first bound
+	d.Observe(ReadRequest, 101*time.Microsecond)
+	d.Observe(ReadRequest, time.Minute)
+	h := d.Read()[ReadRequest]
+	if h.Count != 3 || h.Cumulative[0] != 1 || h.Cumulative[1] != 2 || h.Cumulative[len(latencyBuckets)-1] != 2 {
+		t.Errorf("buckets %v, count %d", h.Cumulative, h.Count)
+	}
+	if math.Abs(h.Sum-60.000201) > 1e-9 {
+		t.Errorf("sum %v", h.Sum)
+	}
+	if n := testing.AllocsPerRun(100, func() { d.Observe(WriteRequest, time.Millisecond) }); n != 0 {
+		t.Errorf("Observe allocates %v times", n)
+	}
+
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 2 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+					d.Observe(PingRequest, time.Duration(i%5000)*time.Microsecond)
+				}
+			}
+		})
+	}
+	for range 200 {
+		h := d.Read()[PingRequest]
+		if !slices.IsSorted(h.Cumulative) || h.Cumulative[len(h.Cumulative)-1] > h.Count {
+			t.Fatalf("inconsistent copy: %v of %d", h.Cumulative, h.Count)
+		}
+	}
+	close(stop)
+	wg.Wait()
 }
 
 func TestHistogramQuantile(t *testing.T) {
@@ -164,4 +161,16 @@ func TestHistogramQuantile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// metricValue is the value of m's metric name (the first sample).
+func metricValue(tb testing.TB, m *Monitor, name string) float64 {
+	tb.Helper()
+	for _, mt := range m.Metrics() {
+		if mt.Name == name {
+			return mt.Value
+		}
+	}
+	tb.Fatalf("no metric %s", name)
+	return 0
 }

@@ -9,8 +9,8 @@ import (
 )
 
 // Monitor serves a Source's state to operators: four-letter words
-// (Answer), AdminServer commands (AdminHandler) and Prometheus metrics
-// (MetricsHandler).
+// (Answer), AdminServer commands (AdminHandler) and metrics (Metrics,
+// served by a MetricsProvider).
 type Monitor struct {
 	src Source
 	cfg Config

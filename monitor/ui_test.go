@@ -259,11 +259,10 @@ func TestTraceRateLimit(t *testing.T) {
 	if read+dropped != published || read > published/2 || dropped == 0 {
 		t.Fatalf("read %d, told of %d dropped, of %d published", read, dropped, published)
 	}
-	got := scrape(t, m)
-	if n := got["hutch_trace_dropped_total"].GetMetric()[0].GetCounter().GetValue(); n != float64(dropped) {
+	if n := metricValue(t, m, "hutch_trace_dropped_total"); n != float64(dropped) {
 		t.Errorf("hutch_trace_dropped_total %v, want %d", n, dropped)
 	}
-	if n := got["hutch_trace_viewers"].GetMetric()[0].GetGauge().GetValue(); n != 1 {
+	if n := metricValue(t, m, "hutch_trace_viewers"); n != 1 {
 		t.Errorf("hutch_trace_viewers %v, want 1", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hutchzk/hutch/clock"
+	"github.com/hutchzk/hutch/monitor"
 	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/trace"
 )
@@ -74,9 +75,14 @@ type Config struct {
 	// SASLAuthenticationProvider with a JAAS Server section): user name to
 	// password. A login adds the identity "sasl:<user>".
 	SASLUsers map[string]string
-	// MetricsAddr, when set, serves Prometheus metrics at /metrics
-	// (metricsProvider.httpHost:httpPort).
+	// MetricsAddr, when set, serves metrics at /metrics
+	// (metricsProvider.httpHost:httpPort) through MetricsProvider.
 	MetricsAddr string
+	// MetricsProvider renders /metrics (ZooKeeper's
+	// metricsProvider.className): monitor/prometheus.Handler serves
+	// Prometheus's format, as the hutch command does. It is needed with
+	// MetricsAddr; without it the server links no metrics library.
+	MetricsProvider monitor.MetricsProvider
 	// InitLimit and SyncLimit are zoo.cfg's, in ticks. Raft's timeouts do
 	// their work; they are kept to be reported by conf.
 	InitLimit int
@@ -155,6 +161,9 @@ func (c Config) check() error {
 	}
 	if err := c.checkTLS(); err != nil {
 		return err
+	}
+	if c.MetricsAddr != "" && c.MetricsProvider == nil {
+		return fmt.Errorf("metrics address %s has no metrics provider (Config.MetricsProvider; monitor/prometheus.Handler serves Prometheus's format)", c.MetricsAddr)
 	}
 	if c.Raft != nil {
 		if c.Raft.NodeID < 1 || c.Raft.NodeID > MaxServerID {

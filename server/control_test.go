@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/hutchzk/hutch/clock"
+	"github.com/hutchzk/hutch/monitor/prometheus"
 	"github.com/hutchzk/hutch/wire"
 )
 
@@ -85,7 +86,7 @@ func TestFailedStartReleasesEverything(t *testing.T) {
 	}
 	defer taken.Close()
 	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
-	s := New(Config{ListenAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", MetricsAddr: taken.Addr().String(), Logger: testLogger()})
+	s := New(Config{ListenAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", MetricsAddr: taken.Addr().String(), MetricsProvider: prometheus.Handler, Logger: testLogger()})
 	err = s.Start()
 	if err == nil || !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), "metrics listen "+taken.Addr().String()) {
 		t.Fatalf("start with the metrics port taken: %v", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/hutchzk/hutch/internal/realzk"
+	"github.com/hutchzk/hutch/monitor/prometheus"
 	"github.com/hutchzk/hutch/wire"
 )
 
@@ -137,7 +138,7 @@ func mntrValues(tb testing.TB, s *Server) map[string]string {
 // gauges with the values mntr reports, and its counters and latency
 // histograms move with client traffic.
 func TestMetricsStandalone(t *testing.T) {
-	s := startServer(t, Config{MetricsAddr: "127.0.0.1:0"})
+	s := startServer(t, Config{MetricsAddr: "127.0.0.1:0", MetricsProvider: prometheus.Handler})
 	c, _ := dial(t, s.Addr().String(), 10*time.Second)
 
 	before := scrapeMetrics(t, s, 5*time.Second)
@@ -223,7 +224,7 @@ func TestMetricsStandalone(t *testing.T) {
 // counted as forwarded, and every node's applied index reaches the
 // leader's commit index.
 func TestMetricsCluster(t *testing.T) {
-	nodes := startClusterOn(t, nil, 3, 200*time.Millisecond, func(_ uint64, cfg *Config) { cfg.MetricsAddr = "127.0.0.1:0" })
+	nodes := startClusterOn(t, nil, 3, 200*time.Millisecond, func(_ uint64, cfg *Config) { cfg.MetricsAddr, cfg.MetricsProvider = "127.0.0.1:0", prometheus.Handler })
 	leader := leaderOf(nodes)
 	follower := followerOf(nodes, leader)
 	c, _ := dial(t, follower.Addr().String(), 10*time.Second)
@@ -317,7 +318,7 @@ func TestMetricsCluster(t *testing.T) {
 // TestMetricsScrapeUnderLoad: a scrape completes promptly while clients
 // write as fast as they can: it waits for no request.
 func TestMetricsScrapeUnderLoad(t *testing.T) {
-	s := startServer(t, Config{MetricsAddr: "127.0.0.1:0"})
+	s := startServer(t, Config{MetricsAddr: "127.0.0.1:0", MetricsProvider: prometheus.Handler})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -391,7 +392,7 @@ func TestMetricsPortInUse(t *testing.T) {
 	}
 	defer taken.Close()
 	client := fmt.Sprintf("127.0.0.1:%d", realzk.FreePort(t))
-	s := New(Config{ListenAddr: client, MetricsAddr: taken.Addr().String(), Logger: testLogger()})
+	s := New(Config{ListenAddr: client, MetricsAddr: taken.Addr().String(), MetricsProvider: prometheus.Handler, Logger: testLogger()})
 	if err := s.Start(); err == nil || !strings.Contains(err.Error(), "metrics listen") {
 		s.Close()
 		t.Fatalf("Start with the metrics port taken: %v", err)
@@ -403,6 +404,16 @@ func TestMetricsPortInUse(t *testing.T) {
 	ln.Close()
 	if s.MetricsAddr() != nil {
 		t.Errorf("MetricsAddr = %v after a failed start", s.MetricsAddr())
+	}
+}
+
+// TestMetricsNeedAProvider: a metrics address without a provider fails
+// Start, saying what is missing, rather than serving nothing.
+func TestMetricsNeedAProvider(t *testing.T) {
+	s := New(Config{ListenAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", Logger: testLogger()})
+	if err := s.Start(); err == nil || !strings.Contains(err.Error(), "no metrics provider") {
+		s.Close()
+		t.Fatalf("Start without a metrics provider: %v", err)
 	}
 }
 

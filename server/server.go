@@ -146,7 +146,7 @@ func (s *Server) Start() error {
 	}
 	if metricsLn != nil {
 		s.metricsLn = metricsLn
-		s.goLoop(func() { s.serveHTTP("metrics", metricsLn, s.monitor.MetricsHandler()) })
+		s.goLoop(func() { s.serveHTTP("metrics", metricsLn, s.cfg.MetricsProvider(s.monitor)) })
 	}
 	if uiLn != nil {
 		s.uiLn = uiLn

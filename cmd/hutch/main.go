@@ -19,6 +19,7 @@ import (
 
 	"github.com/hutchzk/hutch/bench"
 	"github.com/hutchzk/hutch/cli"
+	"github.com/hutchzk/hutch/monitor/prometheus"
 	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/server"
 	"github.com/hutchzk/hutch/zoocfg"
@@ -255,6 +256,7 @@ func configure(fs *pflag.FlagSet, f *flags, logger *slog.Logger) (server.Config,
 		TLS:                    tlsConfig,
 		SASLUsers:              saslUsers,
 		MetricsAddr:            f.metricsListen,
+		MetricsProvider:        prometheus.Handler,
 		UIAddr:                 f.uiListen,
 		InitLimit:              file.initLimit,
 		SyncLimit:              file.syncLimit,
