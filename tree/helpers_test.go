@@ -2,6 +2,9 @@ package tree
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"strings"
 	"testing"
 
 	"github.com/hutchzk/hutch/wire"
@@ -95,9 +98,14 @@ func snapshotBytes(tb testing.TB, tr *Tree) []byte {
 func checkInvariants(tb testing.TB, tr *Tree) {
 	tb.Helper()
 	var sum uint64
+	var zkSum int64
 	count := 0
 	for p, n := range tr.nodes {
 		count++
+		if z := zkDigestFromScratch(p, n.data, n.st.stored()); n.zdig != z {
+			tb.Fatalf("%s: ZooKeeper digest term %x, recomputed %x", p, n.zdig, z)
+		}
+		zkSum += int64(n.zdig)
 		if n.chash != contentHash(p, n.data, n.acl) {
 			tb.Fatalf("%s: stale content hash", p)
 		}
@@ -149,6 +157,9 @@ func checkInvariants(tb testing.TB, tr *Tree) {
 	if sum != tr.digest {
 		tb.Fatalf("digest %x != recomputed %x", tr.digest, sum)
 	}
+	if zkSum != tr.zkDigest {
+		tb.Fatalf("ZooKeeper digest %d != recomputed %d", tr.zkDigest, zkSum)
+	}
 	for s, paths := range tr.ephemerals {
 		if len(paths) == 0 {
 			tb.Fatalf("session %x: empty ephemeral set kept", s)
@@ -185,4 +196,22 @@ func withoutACL(evs []Event) []Event {
 		out[i] = Event{Type: e.Type, Path: e.Path}
 	}
 	return out
+}
+
+// zkDigestFromScratch is DigestCalculator.calculateDigest written out
+// plainly, one CRC over path, data and Stat, to check the incremental one.
+func zkDigestFromScratch(path string, data []byte, st StoredStat) uint32 {
+	if strings.HasPrefix(path, "/zookeeper/") {
+		return 0
+	}
+	if path == "/" {
+		path = ""
+	}
+	var b bytes.Buffer
+	b.WriteString(path)
+	b.Write(data)
+	for _, v := range []any{st.Czxid, st.Mzxid, st.Pzxid, st.Ctime, st.Mtime, st.Version, st.Cversion, st.Aversion, st.EphemeralOwner} {
+		_ = binary.Write(&b, binary.BigEndian, v)
+	}
+	return crc32.ChecksumIEEE(b.Bytes())
 }

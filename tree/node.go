@@ -74,6 +74,8 @@ type node struct {
 	children map[string]struct{} // nil until the first child
 	chash    uint64              // hash of path, data and ACL
 	dig      uint64              // this node's term in Tree.digest
+	zpre     uint32              // ZooKeeper's CRC-32 of path and data, continued by the Stat into zdig
+	zdig     uint32              // this node's term in Tree.zkDigest
 }
 
 // stat is DataNode.copyStat: derived cversion, numChildren, dataLength, and an
@@ -115,6 +117,9 @@ type Tree struct {
 	sessions   map[int64]session
 	lastZxid   int64
 	digest     uint64 // sum of every node's dig, kept incrementally
+	// zkDigest is ZooKeeper's tree digest (ZKDigest), the sum of every
+	// node's zdig, kept incrementally beside digest.
+	zkDigest int64
 	// dataSize is the sum of every node's path and data lengths
 	// (DataTree.approximateDataSize); ephemeralCount the number of
 	// ephemeral nodes. Both are kept as nodes come and go, so mntr reads
@@ -170,7 +175,10 @@ func (t *Tree) setRoot(n *node) {
 	t.dataSize += int64(1 + len(n.data))
 	n.chash = contentHash("/", n.data, n.acl)
 	n.dig = nodeDigest(n.chash, &n.st)
+	n.zpre = zkContentCRC("/", n.data)
+	n.zdig = zkNodeDigest("/", n.zpre, &n.st)
 	t.digest += n.dig
+	t.zkDigest += int64(n.zdig)
 }
 
 // lookup is DataTree's nodes.get: "" is an alias of the root.
@@ -228,6 +236,8 @@ func (t *Tree) Digest() uint64 { return t.digest }
 func (t *Tree) addNode(path string, parent *node, name string, n *node) {
 	n.chash = contentHash(path, n.data, n.acl)
 	n.dig = nodeDigest(n.chash, &n.st)
+	n.zpre = zkContentCRC(path, n.data)
+	n.zdig = zkNodeDigest(path, n.zpre, &n.st)
 	t.link(path, parent, name, n)
 	t.log(undoRec{kind: undoAdd, path: path, name: name, n: n, parent: parent})
 }
@@ -253,6 +263,7 @@ func (t *Tree) link(path string, parent *node, name string, n *node) {
 		t.ttls[path] = struct{}{}
 	}
 	t.digest += n.dig
+	t.zkDigest += int64(n.zdig)
 	t.dataSize += int64(len(path) + len(n.data))
 }
 
@@ -280,6 +291,7 @@ func (t *Tree) unlink(path string, parent *node, name string, n *node) {
 		delete(t.ttls, path)
 	}
 	t.digest -= n.dig
+	t.zkDigest -= int64(n.zdig)
 	t.dataSize -= int64(len(path) + len(n.data))
 }
 
@@ -287,19 +299,24 @@ func (t *Tree) unlink(path string, parent *node, name string, n *node) {
 // is being applied, so the change can be undone.
 func (t *Tree) save(n *node) {
 	if t.undo != nil {
-		t.log(undoRec{kind: undoSet, n: n, vals: nodeVals{n.data, n.acl, n.st, n.chash, n.dig}})
+		t.log(undoRec{kind: undoSet, n: n, vals: nodeVals{n.data, n.acl, n.st, n.chash, n.dig, n.zpre, n.zdig}})
 	}
 }
 
-// rehash refreshes n's digest term after a change; content says whether data
-// or ACL changed (and so the content hash must be recomputed under path).
+// rehash refreshes n's digest terms after a change; content says whether
+// data or ACL changed (and so the content hashes must be recomputed under
+// path).
 func (t *Tree) rehash(path string, n *node, content bool) {
 	if content {
 		n.chash = contentHash(path, n.data, n.acl)
+		n.zpre = zkContentCRC(path, n.data)
 	}
 	d := nodeDigest(n.chash, &n.st)
 	t.digest += d - n.dig
 	n.dig = d
+	z := zkNodeDigest(path, n.zpre, &n.st)
+	t.zkDigest += int64(z) - int64(n.zdig)
+	n.zdig = z
 }
 
 type undoKind uint8
@@ -315,6 +332,7 @@ type nodeVals struct {
 	acl        []wire.ACL
 	st         pstat
 	chash, dig uint64
+	zpre, zdig uint32
 }
 
 // undoRec is one entry of the multi undo log: the inverse of a primitive
@@ -348,8 +366,9 @@ func (t *Tree) rollback(log []undoRec) {
 		case undoSet:
 			n := r.n
 			t.digest += r.vals.dig - n.dig
+			t.zkDigest += int64(r.vals.zdig) - int64(n.zdig)
 			t.dataSize += int64(len(r.vals.data) - len(n.data))
-			n.data, n.acl, n.st, n.chash, n.dig = r.vals.data, r.vals.acl, r.vals.st, r.vals.chash, r.vals.dig
+			n.data, n.acl, n.st, n.chash, n.dig, n.zpre, n.zdig = r.vals.data, r.vals.acl, r.vals.st, r.vals.chash, r.vals.dig, r.vals.zpre, r.vals.zdig
 		}
 	}
 }

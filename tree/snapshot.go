@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc64"
 	"io"
 	"math"
@@ -301,52 +302,53 @@ func (s *snapReader) acl() []wire.ACL {
 	return acl
 }
 
-func (s *snapReader) node() (string, *node, uint64) {
-	name := s.str()
-	n := &node{data: s.bytes(), acl: s.acl()}
-	st := &n.st
-	st.czxid, st.mzxid, st.pzxid = s.varint(), s.varint(), s.varint()
-	st.ctime, st.mtime = s.varint(), s.varint()
-	st.version, st.cversion, st.aversion = s.int32(), s.int32(), s.int32()
-	st.owner = s.varint()
-	return name, n, s.uvarint()
+func (s *snapReader) node() (name string, data []byte, acl []wire.ACL, st StoredStat, kids uint64) {
+	name = s.str()
+	data, acl = s.bytes(), s.acl()
+	st.Czxid, st.Mzxid, st.Pzxid = s.varint(), s.varint(), s.varint()
+	st.Ctime, st.Mtime = s.varint(), s.varint()
+	st.Version, st.Cversion, st.Aversion = s.int32(), s.int32(), s.int32()
+	st.EphemeralOwner = s.varint()
+	return name, data, acl, st, s.uvarint()
 }
 
-// Restore reads a snapshot written by WriteSnapshot. It checks the structure
-// (every path valid and unique, child counts consistent, node count) and that
-// the rebuilt tree's Digest equals the one recorded.
+// Restore reads a snapshot written by WriteSnapshot into a Loader, which
+// checks the tree; it also checks the node count, that the rebuilt tree's
+// Digest equals the one recorded, and the checksum.
 func Restore(r io.Reader) (*Tree, error) {
 	s := &snapReader{r: bufio.NewReaderSize(r, 64<<10), scratch: make([]byte, 4096)}
 	magic := s.raw(uint64(len(snapMagic)))
 	if s.err == nil && string(magic) != snapMagic {
 		return nil, errCorrupt
 	}
-	t := newEmpty()
-	t.lastZxid = s.varint()
+	l := NewLoader()
+	lastZxid := s.varint()
 	nsess := s.uvarint()
 	for i := uint64(0); i < nsess && s.err == nil; i++ {
 		id := s.varint()
 		timeout := s.int32()
 		passwd := s.bytes()
-		if _, dup := t.sessions[id]; dup || kindOf(id) != kindEphemeral || id&extendedMask == extendedMask {
-			s.fail(errCorrupt)
+		if s.err == nil {
+			if err := l.Session(id, timeout, passwd); err != nil {
+				return nil, fmt.Errorf("%w: %w", errCorrupt, err)
+			}
 		}
-		t.sessions[id] = session{timeout: timeout, passwd: passwd}
 	}
-	name, root, rootKids := s.node()
+	name, data, acl, st, rootKids := s.node()
 	if s.err != nil {
 		return nil, s.err
 	}
 	if name != "" {
 		return nil, errCorrupt
 	}
-	t.setRoot(root)
+	if err := l.Node("/", data, acl, st); err != nil {
+		return nil, fmt.Errorf("%w: %w", errCorrupt, err)
+	}
 	type frame struct {
 		path string
-		n    *node
 		left uint64
 	}
-	stack := []frame{{"", root, rootKids}}
+	stack := []frame{{"", rootKids}}
 	for s.err == nil {
 		for len(stack) > 0 && stack[len(stack)-1].left == 0 {
 			stack = stack[:len(stack)-1]
@@ -356,17 +358,19 @@ func Restore(r io.Reader) (*Tree, error) {
 		}
 		top := &stack[len(stack)-1]
 		top.left--
-		name, n, kids := s.node()
+		name, data, acl, st, kids := s.node()
 		if s.err != nil {
 			break
 		}
-		path := top.path + "/" + name
-		if !validPath(path) || strings.IndexByte(name, '/') >= 0 || t.nodes[path] != nil {
+		if strings.IndexByte(name, '/') >= 0 {
 			return nil, errCorrupt
 		}
-		t.addNode(path, top.n, name, n)
+		path := top.path + "/" + name
+		if err := l.Node(path, data, acl, st); err != nil {
+			return nil, fmt.Errorf("%w: %w", errCorrupt, err)
+		}
 		if kids > 0 {
-			stack = append(stack, frame{path, n, kids})
+			stack = append(stack, frame{path, kids})
 		}
 	}
 	count := s.uvarint()
@@ -376,8 +380,14 @@ func Restore(r io.Reader) (*Tree, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	if binary.LittleEndian.Uint64(sum) != crc || count != uint64(len(t.nodes)) ||
-		binary.LittleEndian.Uint64(digest) != t.digest {
+	if binary.LittleEndian.Uint64(sum) != crc {
+		return nil, errCorrupt
+	}
+	t, err := l.Finish(lastZxid)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errCorrupt, err)
+	}
+	if count != uint64(len(t.nodes)) || binary.LittleEndian.Uint64(digest) != t.digest {
 		return nil, errCorrupt
 	}
 	return t, nil
