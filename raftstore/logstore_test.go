@@ -21,6 +21,7 @@ func TestLogFormat(t *testing.T) {
 	}{
 		{name: "a new directory takes the default", want: "", got: DefaultLogStore},
 		{name: "a new directory takes the kind asked for", want: LogStoreWAL, got: LogStoreWAL},
+		{name: "a new directory takes bolt when asked", want: LogStoreBolt, got: LogStoreBolt},
 		{name: "a directory keeps its kind when none is asked for",
 			prepare: func(dir string) { write(t, dir, logFormatFile, "wal\n") }, got: LogStoreWAL},
 		{name: "asking for another kind is refused",

@@ -77,6 +77,14 @@ func (l storedLogs) StoreLog(e *raft.Log) error {
 	return err
 }
 
+// IsMonotonic passes on whether the store holds only consecutive
+// indexes (raft.MonotonicLogStore), which Raft looks for to remove the
+// whole log after installing a snapshot.
+func (l storedLogs) IsMonotonic() bool {
+	m, ok := l.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
+
 func (l storedLogs) StoreLogs(es []*raft.Log) error {
 	err := l.LogStore.StoreLogs(es)
 	l.stored()

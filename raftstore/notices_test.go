@@ -118,7 +118,7 @@ func TestApplyCommittedChecksTheTerm(t *testing.T) {
 // caught it after a kill and restart). Every store kind is checked as
 // the server opens it.
 func TestApplyCommittedLeavesTheLogCacheAlone(t *testing.T) {
-	for _, kind := range []string{LogStoreBolt, LogStoreWAL} {
+	for _, kind := range LogStores {
 		t.Run(kind, func(t *testing.T) {
 			store, err := openLogStore(t.TempDir(), kind, testLogger())
 			if err != nil {
