@@ -12,10 +12,10 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	raftwal "github.com/hashicorp/raft-wal"
-
-	"github.com/hutchzk/hutch/seglog"
 	"github.com/hashicorp/raft-wal/metadb"
 	"go.etcd.io/bbolt"
+
+	"github.com/hutchzk/hutch/seglog"
 )
 
 // Log store kinds: where a node keeps its Raft log, term and vote.

@@ -141,7 +141,9 @@ func TestLogTornTail(t *testing.T) {
 		{name: "last record cut short", last: 19,
 			damage: func(t *testing.T, path string, size int64) { truncate(t, path, size-3) }},
 		{name: "only a record header left", last: 19,
-			damage: func(t *testing.T, path string, size int64) { truncate(t, path, size-int64(len(entry(20, 1).Data))-bodyFixed) }},
+			damage: func(t *testing.T, path string, size int64) {
+				truncate(t, path, size-int64(len(entry(20, 1).Data))-bodyFixed)
+			}},
 		{name: "zeros appended", last: 20,
 			damage: func(t *testing.T, path string, size int64) { writeAt(t, path, size, make([]byte, 4096)) }},
 		{name: "last record zeroed", last: 19,
