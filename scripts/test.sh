@@ -2,7 +2,8 @@
 # Runs every hutch test, the real-ZooKeeper side included: installs Debian's
 # ZooKeeper, Curator, kazoo, pytest, JUnit and Chromium (for the live view's
 # browser test) when they are missing, then go vet and go test (fuzz targets
-# run their seed corpora). With CI=true a test that would skip for want of
+# run their seed corpora), then the race detector over the packages that
+# hold concurrent state. With CI=true a test that would skip for want of
 # real ZooKeeper or Chromium fails instead.
 set -euo pipefail
 
@@ -22,51 +23,75 @@ fi
 echo "== go vet ./..."
 go vet ./...
 
-echo "== go test ./..."
+# The race detector's pass: every package whose own goroutines share
+# state (conformance and ensemble drive servers from outside, through
+# clients and processes, and take minutes more under it). The nemesis and
+# the peer-port flood run in the first pass only: under the detector's
+# 5-10x slowdown their timing bounds measure the detector, not hutch.
+race_packages=(./server/... ./raftstore/... ./zkdb/... ./hutchtest/... ./monitor/... ./trace/...
+  ./watch/... ./session/... ./zkclient/... ./tree/... ./wire/... ./clock/... ./cli/... ./cmd/...
+  ./internal/...)
+race_skip='^(TestClusterNemesis|TestEnsembleNemesis|TestPeerPortSurvivesFlood)$'
+
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+racelog="$(mktemp)"
+trap 'rm -f "$log" "$racelog"' EXIT
 start=$SECONDS
 set +e
+echo "== go test ./..."
 go test -count=1 -timeout 25m -v ./... 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+echo "== go test -race ${race_packages[*]} (-skip '$race_skip')"
+go test -race -count=1 -timeout 25m -v -skip "$race_skip" "${race_packages[@]}" 2>&1 | tee "$racelog"
+race_status=${PIPESTATUS[0]}
 set -e
 
 # -v prints one --- line per test and subtest, indented by depth.
-count() { grep -cE "^ *--- $1: " "$log" || true; }
+count() { grep -cE "^ *--- $1: " "$2" || true; }
+summarize() { # summarize LOG: what one pass printed, failures repeated
+  local log=$1
+  echo "tests: $(count PASS "$log") passed, $(count FAIL "$log") failed, $(count SKIP "$log") skipped"
+  if grep -q '^WARNING: DATA RACE' "$log"; then
+    echo "data races: $(grep -c '^WARNING: DATA RACE' "$log")"
+  fi
+  if [ "$(count SKIP "$log")" -gt 0 ]; then
+    echo "skipped:"
+    grep -E '^ *--- SKIP: ' "$log" | sed -E 's/^ *--- SKIP: /  /'
+  fi
+  if [ "$(count FAIL "$log")" -gt 0 ]; then
+    echo "failed:"
+    grep -E '^ *--- FAIL: ' "$log" | sed -E 's/^ *--- FAIL: /  /'
+    # -v streams a test's messages before its --- FAIL line, where a long
+    # package's output buries them: repeat the last lines each failed test
+    # wrote from a _test.go file (its t.Fatal or t.Error among them).
+    echo "failure messages (the last test-file lines before each --- FAIL):"
+    awk '
+      /^=== RUN / { name = $3; n[name] = 0; more = -1; next }
+      /^=== (CONT|NAME|PAUSE) / { name = $3; more = -1; next }
+      /^ +[[:alnum:]_]+_test\.go:[0-9]+: / {
+        line = $0; sub(/^ +/, "", line); at = n[name] % 12
+        buf[name, at] = line; n[name]++; more = 6; next
+      }
+      # A multi-line message continues, indented deeper, on the next lines.
+      /^         *[^ -]/ && more > 0 { line = $0; sub(/^ +/, "", line); buf[name, at] = buf[name, at] "\n      " line; more--; next }
+      { more = -1 }
+      /^ *--- FAIL: / {
+        t = $3; print "  " t ":"
+        k = n[t]; from = (k > 12) ? k - 12 : 0
+        for (i = from; i < k; i++) print "    " substr(buf[t, i % 12], 1, 2000)
+      }' "$log"
+  fi
+  echo "packages:"
+  grep -E '^(ok|FAIL|\?)[[:space:]]+[[:alnum:]._/-]+([[:space:]]|$)' "$log" | sed -E 's/^/  /' || true
+}
 echo
 echo "== summary ($((SECONDS - start))s, CI=${CI:-unset})"
-echo "tests: $(count PASS) passed, $(count FAIL) failed, $(count SKIP) skipped"
-if [ "$(count SKIP)" -gt 0 ]; then
-  echo "skipped:"
-  grep -E '^ *--- SKIP: ' "$log" | sed -E 's/^ *--- SKIP: /  /'
-fi
-if [ "$(count FAIL)" -gt 0 ]; then
-  echo "failed:"
-  grep -E '^ *--- FAIL: ' "$log" | sed -E 's/^ *--- FAIL: /  /'
-  # -v streams a test's messages before its --- FAIL line, where a long
-  # package's output buries them: repeat the last lines each failed test
-  # wrote from a _test.go file (its t.Fatal or t.Error among them).
-  echo "failure messages (the last test-file lines before each --- FAIL):"
-  awk '
-    /^=== RUN / { name = $3; n[name] = 0; more = -1; next }
-    /^=== (CONT|NAME|PAUSE) / { name = $3; more = -1; next }
-    /^ +[[:alnum:]_]+_test\.go:[0-9]+: / {
-      line = $0; sub(/^ +/, "", line); at = n[name] % 12
-      buf[name, at] = line; n[name]++; more = 6; next
-    }
-    # A multi-line message continues, indented deeper, on the next lines.
-    /^         *[^ -]/ && more > 0 { line = $0; sub(/^ +/, "", line); buf[name, at] = buf[name, at] "\n      " line; more--; next }
-    { more = -1 }
-    /^ *--- FAIL: / {
-      t = $3; print "  " t ":"
-      k = n[t]; from = (k > 12) ? k - 12 : 0
-      for (i = from; i < k; i++) print "    " substr(buf[t, i % 12], 1, 2000)
-    }' "$log"
-fi
-echo "packages:"
-grep -E '^(ok|FAIL|\?)[[:space:]]+[[:alnum:]._/-]+([[:space:]]|$)' "$log" | sed -E 's/^/  /' || true
-if [ "$status" -ne 0 ]; then
-  echo "RESULT: FAIL (go test exit status $status)"
-  exit "$status"
+summarize "$log"
+echo
+echo "== summary of the race detector's pass"
+summarize "$racelog"
+if [ "$status" -ne 0 ] || [ "$race_status" -ne 0 ]; then
+  echo "RESULT: FAIL (go test exit status $status, under the race detector $race_status)"
+  exit 1
 fi
 echo "RESULT: PASS"

@@ -102,13 +102,12 @@ func (lc *lockClient) children(ctx context.Context) ([]string, error) {
 	var kids []string
 	var err error
 	for range maxLockRounds {
-		err = Call(ctx, lc.w.cfg.OpTimeout, func() error {
+		kids, err = CallValue(ctx, lc.w.cfg.OpTimeout, func() ([]string, error) {
 			if _, err := lc.s.conn.Sync(lc.w.dir); err != nil {
-				return err
+				return nil, err
 			}
-			var err error
-			kids, _, err = lc.s.conn.Children(lc.w.dir)
-			return err
+			kids, _, err := lc.s.conn.Children(lc.w.dir)
+			return kids, err
 		})
 		if err == nil || refused(err) || ctx.Err() != nil {
 			break
@@ -181,24 +180,33 @@ func (lc *lockClient) acquire(ctx context.Context) error {
 
 // readFence reads the fence after a sync.
 func (lc *lockClient) readFence(ctx context.Context) (value int, version int32, err error) {
+	var f fence
 	for range maxLockRounds {
-		err = Call(ctx, lc.w.cfg.OpTimeout, func() error {
-			if _, err := lc.s.conn.Sync(lc.w.fence); err != nil {
-				return err
-			}
-			data, st, err := lc.s.conn.Get(lc.w.fence)
-			if err != nil {
-				return err
-			}
-			version = st.Version
-			value, err = strconv.Atoi(string(data))
-			return err
-		})
+		f, err = CallValue(ctx, lc.w.cfg.OpTimeout, func() (fence, error) { return syncReadFence(lc.s.conn, lc.w.fence) })
 		if err == nil || refused(err) || ctx.Err() != nil {
-			return value, version, err
+			break
 		}
 	}
-	return value, version, err
+	return f.value, f.version, err
+}
+
+// fence is the fence's value and the version it was read at.
+type fence struct {
+	value   int
+	version int32
+}
+
+// syncReadFence reads the fence at p after a sync.
+func syncReadFence(conn *zk.Conn, p string) (fence, error) {
+	if _, err := conn.Sync(p); err != nil {
+		return fence{}, err
+	}
+	data, st, err := conn.Get(p)
+	if err != nil {
+		return fence{}, err
+	}
+	value, err := strconv.Atoi(string(data))
+	return fence{value, st.Version}, err
 }
 
 // increment adds one to the fence under the lock. After a lost answer it

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -336,18 +335,8 @@ func (r *runner) countExpiry(e expiry, wrong bool) {
 
 func (r *runner) checkLock(ctx context.Context) {
 	rep, w := r.rep, r.lock
-	var value int
-	err := Call(ctx, r.cfg.OpTimeout, func() error {
-		if _, err := r.admin.conn.Sync(w.fence); err != nil {
-			return err
-		}
-		data, _, err := r.admin.conn.Get(w.fence)
-		if err != nil {
-			return err
-		}
-		value, err = strconv.Atoi(string(data))
-		return err
-	})
+	f, err := CallValue(ctx, r.cfg.OpTimeout, func() (fence, error) { return syncReadFence(r.admin.conn, w.fence) })
+	value := f.value
 	if err != nil {
 		r.problem("read the fence: %v", err)
 	}

@@ -182,19 +182,36 @@ var ErrGaveUp = errors.New("nemesis: gave up waiting for the answer")
 
 // Call runs f, a go-zookeeper call, and gives up after d or when ctx ends:
 // go-zookeeper calls have no deadline of their own, and one queued while
-// no server answers waits until the session ends.
+// no server answers waits until the session ends. f may go on running
+// after Call gave up, so it must not write variables its caller reads
+// again: a call with results takes CallValue, which hands them back.
 func Call(ctx context.Context, d time.Duration, f func() error) error {
-	done := make(chan error, 1)
-	go func() { done <- f() }()
+	_, err := CallValue(ctx, d, func() (struct{}, error) { return struct{}{}, f() })
+	return err
+}
+
+// CallValue is Call for a call with a result, returned only when f
+// returned in time; a late f's result is dropped with it.
+func CallValue[T any](ctx context.Context, d time.Duration, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
 	t := time.NewTimer(d)
 	defer t.Stop()
+	var zero T
 	select {
-	case err := <-done:
-		return err
+	case r := <-done:
+		return r.v, r.err
 	case <-t.C:
-		return ErrGaveUp
+		return zero, ErrGaveUp
 	case <-ctx.Done():
-		return ErrGaveUp
+		return zero, ErrGaveUp
 	}
 }
 
