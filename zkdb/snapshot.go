@@ -37,9 +37,19 @@ var crcTable = crc64.MakeTable(crc64.ECMA)
 // into memory. It holds the read lock while encoding, so reads go on and
 // writes wait only for an in-memory copy, never for a disk.
 func (d *DB) Snapshot() ([]byte, error) {
+	var buf bytes.Buffer
+	if err := d.WriteSnapshot(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteSnapshot streams the snapshot Snapshot encodes to w, holding the
+// read lock throughout: for a writer that does not wait on a disk, or for
+// a DB nobody else is using (an import writing its output).
+func (d *DB) WriteSnapshot(w io.Writer) error {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	var buf bytes.Buffer
 	hdr := []byte(snapMagic)
 	hdr = binary.AppendUvarint(hdr, d.applied)
 	hdr = binary.AppendVarint(hdr, d.lastTime)
@@ -58,12 +68,32 @@ func (d *DB) Snapshot() ([]byte, error) {
 		hdr = binary.AppendUvarint(hdr, o.node)
 	}
 	hdr = binary.LittleEndian.AppendUint64(hdr, crc64.Checksum(hdr[len(snapMagic):], crcTable))
-	buf.Write(hdr)
-	if err := d.tree.WriteSnapshot(&buf); err != nil {
-		return nil, err
+	if _, err := w.Write(hdr); err != nil {
+		return err
+	}
+	if err := d.tree.WriteSnapshot(w); err != nil {
+		return err
 	}
 	d.lastSnapshot.Store(&SnapshotInfo{Zxid: d.tree.LastZxid(), Time: d.clock.Now()})
-	return buf.Bytes(), nil
+	return nil
+}
+
+// Load replaces the state with a tree loaded from elsewhere (a ZooKeeper
+// import): its sessions have no owning connection until their clients
+// attach, applied is the log index the state stands for, and lastTime the
+// transaction clock (ms). Nobody may be connected.
+func (d *DB) Load(t *tree.Tree, applied uint64, lastTime int64) {
+	if d.sasl {
+		t.EnableSASL()
+	}
+	now := d.clock.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.tree, d.owners, d.applied, d.lastTime = t, make(map[int64]*owner), applied, lastTime
+	d.digests = nil
+	d.timersMu.Lock()
+	d.resetTimersLocked(now)
+	d.timersMu.Unlock()
 }
 
 // SnapshotInfo says which state the last snapshot holds and when it was

@@ -39,6 +39,9 @@ func run(args []string) error {
 	if len(args) > 0 && args[0] == "bench" {
 		return bench.Main(args[1:]) // hutch bench: workloads against any ZooKeeper-compatible server
 	}
+	if len(args) > 0 && (args[0] == "import" || args[0] == "export") {
+		return runMigration(args[0], args[1:]) // moving data in from ZooKeeper and back out
+	}
 	fs, f := newFlags()
 	if err := fs.Parse(args); err != nil {
 		if err == pflag.ErrHelp {
@@ -160,6 +163,8 @@ func newFlags() (*pflag.FlagSet, *flags) {
 const usageText = `Usage: hutch [flags] [zoo.cfg]
        hutch cli [-server host:port] [command args...]   (a zkCli.sh-like client; hutch cli -h)
        hutch bench [flags] [workload...]                 (workloads side by side; hutch bench -h)
+       hutch import --zookeeper-data-dir DIR --data-dir OUT  (ZooKeeper's data into hutch; hutch import -h)
+       hutch export --data-dir DIR --zookeeper-data-dir OUT  (hutch's data back to ZooKeeper; hutch export -h)
 
 hutch serves ZooKeeper's client protocol. With no flags it serves one
 in-memory node on 127.0.0.1:2181. Once serving it writes the client
@@ -265,12 +270,8 @@ func configure(fs *pflag.FlagSet, f *flags, logger *slog.Logger) (server.Config,
 	}, nil
 }
 
-// raftConfig turns the ensemble flags into a Raft configuration, or nil for
-// the default single in-memory node without Raft.
-func raftConfig(id uint64, listen, peers, dataDir, secretFile string) (*raftstore.Config, error) {
-	if peers == "" && dataDir == "" && id == 0 && listen == "" {
-		return nil, nil
-	}
+// parsePeers reads --peers: id=host:port,... by node id.
+func parsePeers(peers string) (map[uint64]string, error) {
 	members := map[uint64]string{}
 	addrs := map[string]uint64{}
 	for _, part := range strings.Split(peers, ",") {
@@ -292,6 +293,19 @@ func raftConfig(id uint64, listen, peers, dataDir, secretFile string) (*raftstor
 			return nil, fmt.Errorf("--peers: ids %d and %d have the same address %s", other, n, addr)
 		}
 		members[n], addrs[addr] = addr, n
+	}
+	return members, nil
+}
+
+// raftConfig turns the ensemble flags into a Raft configuration, or nil for
+// the default single in-memory node without Raft.
+func raftConfig(id uint64, listen, peers, dataDir, secretFile string) (*raftstore.Config, error) {
+	if peers == "" && dataDir == "" && id == 0 && listen == "" {
+		return nil, nil
+	}
+	members, err := parsePeers(peers)
+	if err != nil {
+		return nil, err
 	}
 	if id == 0 {
 		if len(members) > 0 {
