@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -93,7 +94,44 @@ func (h *hclogger) Log(level hclog.Level, msg string, args ...any) {
 			args = append(args[:len(args):len(args)], "repeats_dropped", dropped)
 		}
 	}
-	h.l.Log(context.Background(), slogLevel(level), h.name+": "+msg, args...)
+	h.l.Log(context.Background(), slogLevel(level), h.name+": "+msg, formatArgs(args)...)
+}
+
+// formatArgs renders the values hclog formats itself: hclog.Fmt's
+// format and arguments (Raft logs its initial configuration so), and
+// numbers it is told to show in hex, octal or binary. slog would print a
+// Format as its raw parts, the format string included.
+func formatArgs(args []any) []any {
+	var out []any
+	for i, a := range args {
+		var v any
+		switch a := a.(type) {
+		case hclog.Format:
+			if len(a) > 0 {
+				if f, ok := a[0].(string); ok {
+					v = fmt.Sprintf(f, a[1:]...)
+					break
+				}
+			}
+			v = fmt.Sprint(a...)
+		case hclog.Hex:
+			v = fmt.Sprintf("0x%x", int(a))
+		case hclog.Octal:
+			v = fmt.Sprintf("0%o", int(a))
+		case hclog.Binary:
+			v = fmt.Sprintf("0b%b", int(a))
+		default:
+			continue
+		}
+		if out == nil {
+			out = append([]any(nil), args...)
+		}
+		out[i] = v
+	}
+	if out == nil {
+		return args
+	}
+	return out
 }
 
 func (h *hclogger) Trace(msg string, args ...any) { h.Log(hclog.Trace, msg, args...) }

@@ -3,6 +3,8 @@ package raftstore
 import (
 	"bytes"
 	"log/slog"
+
+	"github.com/hashicorp/go-hclog"
 	"strings"
 	"testing"
 	"time"
@@ -44,5 +46,19 @@ func TestHCLoggerDropsRepeatedErrors(t *testing.T) {
 	}
 	if n := strings.Count(buf.String(), "entering follower state"); n != 50 {
 		t.Fatalf("info lines logged %d times, want all 50", n)
+	}
+}
+
+// TestHCLoggerFormats: values hclog formats itself come out formatted,
+// as Raft's "initial configuration" line logs its servers with
+// hclog.Fmt("%+v", ...); before, slog printed the format string.
+func TestHCLoggerFormats(t *testing.T) {
+	var buf bytes.Buffer
+	l := newHCLogger(slog.New(slog.NewTextHandler(&buf, nil)), "raft")
+	type server struct{ ID, Address string }
+	l.Info("initial configuration", "index", 1, "servers", hclog.Fmt("%+v", []server{{"1", "127.0.0.1:7001"}}), "mask", hclog.Hex(255))
+	out := buf.String()
+	if !strings.Contains(out, `servers="[{ID:1 Address:127.0.0.1:7001}]"`) || !strings.Contains(out, "mask=0xff") || strings.Contains(out, "%+v") {
+		t.Fatalf("formatted values not rendered:\n%s", out)
 	}
 }
