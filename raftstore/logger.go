@@ -67,6 +67,20 @@ func (r *repeats) allow(msg string, now time.Time) (ok bool, dropped int) {
 
 const levelTrace = slog.LevelDebug - 4
 
+// msgFirstElection is Raft's warning when a follower's heartbeat timeout
+// passes; it names the last leader, "" if none was ever known.
+const msgFirstElection = "heartbeat timeout reached, starting election"
+
+// noLeaderYet reports whether Raft's arguments name no last leader.
+func noLeaderYet(args []any) bool {
+	for i := 0; i+1 < len(args); i += 2 {
+		if args[i] == "last-leader-id" {
+			return fmt.Sprint(args[i+1]) == ""
+		}
+	}
+	return false
+}
+
 func slogLevel(l hclog.Level) slog.Level {
 	switch l {
 	case hclog.Trace:
@@ -82,6 +96,12 @@ func slogLevel(l hclog.Level) slog.Level {
 }
 
 func (h *hclogger) Log(level hclog.Level, msg string, args ...any) {
+	if level == hclog.Warn && msg == msgFirstElection && noLeaderYet(args) {
+		// A node that has never known a leader starts an election once
+		// its heartbeat timeout passes: how every node starts, a single
+		// one from zoo.cfg included, not a warning.
+		level = hclog.Info
+	}
 	if level == hclog.Off || !h.l.Enabled(context.Background(), slogLevel(level)) {
 		return
 	}

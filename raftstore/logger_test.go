@@ -62,3 +62,20 @@ func TestHCLoggerFormats(t *testing.T) {
 		t.Fatalf("formatted values not rendered:\n%s", out)
 	}
 }
+
+// TestHCLoggerFirstElection: a node that never knew a leader starting
+// its first election (every node starting, a single one from zoo.cfg
+// included) is not a warning; losing a known leader still is.
+func TestHCLoggerFirstElection(t *testing.T) {
+	var buf bytes.Buffer
+	l := newHCLogger(slog.New(slog.NewTextHandler(&buf, nil)), "raft")
+	l.Warn("heartbeat timeout reached, starting election", "last-leader-addr", "", "last-leader-id", "")
+	if out := buf.String(); !strings.Contains(out, "level=INFO") {
+		t.Fatalf("the first election logged as:\n%s", out)
+	}
+	buf.Reset()
+	l.Warn("heartbeat timeout reached, starting election", "last-leader-addr", "127.0.0.1:7001", "last-leader-id", "1")
+	if out := buf.String(); !strings.Contains(out, "level=WARN") {
+		t.Fatalf("losing a leader logged as:\n%s", out)
+	}
+}
