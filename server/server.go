@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -143,14 +144,17 @@ func (s *Server) Start() error {
 	if adminLn != nil {
 		s.adminLn = adminLn
 		s.goLoop(func() { s.serveHTTP("admin", adminLn, s.monitor.AdminHandler()) })
+		logHTTP(s.log, "admin server", adminLn, "/commands")
 	}
 	if metricsLn != nil {
 		s.metricsLn = metricsLn
 		s.goLoop(func() { s.serveHTTP("metrics", metricsLn, s.cfg.MetricsProvider(s.monitor)) })
+		logHTTP(s.log, "metrics", metricsLn, "/metrics")
 	}
 	if uiLn != nil {
 		s.uiLn = uiLn
 		s.goLoop(func() { s.serveHTTP("ui", uiLn, s.monitor.UIHandler(s.cfg.UIAddr)) })
+		logHTTP(s.log, "live view", uiLn, "/ui/")
 	}
 	if s.cfg.Raft != nil {
 		// A single node applies every proposal itself: nothing to give up on.
@@ -233,6 +237,14 @@ func (s *Server) listenerAddr(ln *net.Listener) net.Addr {
 		return nil
 	}
 	return (*ln).Addr()
+}
+
+// logHTTP says where an operators' HTTP listener serves, as ZooKeeper
+// logs "Started AdminServer on address 0.0.0.0, port 8080 and command
+// URL /commands": zoo.cfg's defaults bind the admin port on every
+// interface, and an operator should not have to guess it.
+func logHTTP(log *slog.Logger, what string, ln net.Listener, path string) {
+	log.Info("serving "+what, "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+path)
 }
 
 // serveHTTP runs one of the operators' HTTP listeners until the server

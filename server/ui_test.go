@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -76,6 +77,25 @@ func TestUIAddr(t *testing.T) {
 		case <-deadline:
 			t.Fatal("no trace line within 10s")
 		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// TestHTTPListenersLogged: each operators' HTTP listener logs where it
+// serves (zoo.cfg's admin defaults bind every interface on 8080, and
+// nothing said so).
+func TestHTTPListenersLogged(t *testing.T) {
+	var buf syncBuffer
+	s := startServer(t, Config{AdminAddr: "127.0.0.1:0", UIAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
+		Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	out := buf.String()
+	for _, want := range []string{
+		`msg="serving admin server" addr=` + s.AdminAddr().String() + ` url=http://` + s.AdminAddr().String() + `/commands`,
+		`msg="serving live view" addr=` + s.UIAddr().String(),
+		`msg="serving metrics" addr=`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the log:\n%s", want, out)
 		}
 	}
 }
