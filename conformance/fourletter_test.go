@@ -78,6 +78,10 @@ var (
 	briefConn = regexp.MustCompile(`^ /127\.0\.0\.1:\d+\[([01])\]\(queued=\d+,recved=\d+,sent=\d+\)$`)
 )
 
+// fullVersionLine is srvr's and stat's first line as ZooKeeper 3.8 prints
+// it: "Zookeeper version: 3.8.0-<commit>, built on 2024-12-29 17:54 UTC".
+var fullVersionLine = regexp.MustCompile(`^Zookeeper version: 3\.8\.0-\S+, built on \d{4}-\d\d-\d\d \d\d:\d\d UTC$`)
+
 // fourLetterShape reduces a word's answer to what must match ZooKeeper
 // exactly, failing the test on a line of the wrong form.
 func fourLetterShape(t *testing.T, word, out string) []string {
@@ -94,7 +98,12 @@ func fourLetterShape(t *testing.T, word, out string) []string {
 			key, val, _ := strings.Cut(ln, ": ")
 			switch {
 			case strings.HasPrefix(ln, "Zookeeper version: 3.8.0-"):
-				add("Zookeeper version: 3.8.0-*")
+				// ZooKeeper's full version: tools parse the ", built
+				// on" part.
+				if !fullVersionLine.MatchString(ln) {
+					t.Errorf("%s: bad version line %q", word, ln)
+				}
+				add("Zookeeper version: 3.8.0-*, built on *")
 			case strings.HasPrefix(ln, "Latency"):
 				if !latencyRe.MatchString(ln) {
 					t.Errorf("%s: bad latency line %q", word, ln)

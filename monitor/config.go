@@ -141,7 +141,7 @@ func environment() [][2]string {
 		osName = strings.ToUpper(osName[:1]) + osName[1:]
 	}
 	return [][2]string{
-		{"zookeeper.version", Version + ", built with " + runtime.Version()},
+		{"zookeeper.version", FullVersion()},
 		{"host.name", host},
 		{"java.version", runtime.Version()},
 		{"java.vendor", "hutch (Go)"},

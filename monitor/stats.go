@@ -9,7 +9,7 @@ import (
 
 // writeStat writes srvr, or with clients stat: ZooKeeper's StatCommand.
 func writeStat(b *strings.Builder, v *view, clients bool) {
-	fmt.Fprintf(b, "Zookeeper version: %s\n", Version)
+	fmt.Fprintf(b, "Zookeeper version: %s\n", FullVersion())
 	if clients {
 		b.WriteString("Clients:\n")
 		writeConnections(b, v, true)
@@ -49,7 +49,7 @@ func writeConnections(b *strings.Builder, v *view, brief bool) {
 func serverStatsJSON(out map[string]any, v *view) {
 	st := v.Stats
 	data, log := dirSizes(v)
-	out["version"] = Version
+	out["version"] = FullVersion()
 	out["read_only"] = false
 	out["server_stats"] = map[string]any{
 		"packets_sent":                 st.PacketsSent,
@@ -127,7 +127,7 @@ func monitorValues(v *view) []monitorValue {
 	st, r := v.Stats, v.Replication
 	fds, maxFDs := fileDescriptors()
 	list := []monitorValue{
-		{"version", Version},
+		{"version", FullVersion()},
 		{"server_state", v.Mode},
 		{"ephemerals_count", st.Ephemerals},
 		{"num_alive_connections", st.Connections},
