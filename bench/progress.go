@@ -59,13 +59,22 @@ func newProgress(w io.Writer, tty bool, every time.Duration) *progress {
 
 // start names the run now going.
 func (p *progress) start(run string) {
+	if !p.tty {
+		p.ended() // the run before's last phase, under its own name
+	}
 	p.mu.Lock()
 	p.run = run
 	p.mu.Unlock()
 }
 
-// phase starts a phase of the run: total units (0: unknown) to go.
+// phase starts a phase of the run: total units (0: unknown) to go. In a
+// log (not a terminal) the phase before it gets a line saying it ended,
+// with what it did and how long it took, and this one a line saying it
+// began.
 func (p *progress) phase(name string, total int64, unit string) {
+	if !p.tty {
+		p.ended()
+	}
 	p.done.Store(0)
 	p.mu.Lock()
 	p.phaseOf, p.total, p.unit, p.since = name, total, unit, time.Now()
@@ -75,11 +84,23 @@ func (p *progress) phase(name string, total int64, unit string) {
 	}
 }
 
+// ended writes, in a log, the line that ends the current phase, once.
+func (p *progress) ended() {
+	l := p.line()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if l == "" || p.phaseOf == "" {
+		return
+	}
+	fmt.Fprintln(p.w, l+" · done")
+	p.phaseOf = ""
+}
+
 // line is the progress line as it stands.
 func (p *progress) line() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.run == "" {
+	if p.run == "" || p.phaseOf == "" {
 		return ""
 	}
 	done := p.done.Load()
@@ -112,6 +133,9 @@ func (p *progress) print() {
 func (p *progress) close() {
 	p.stopOnce.Do(func() { close(p.stop) })
 	p.wg.Wait()
+	if !p.tty {
+		p.ended()
+	}
 	p.clearLine()
 }
 

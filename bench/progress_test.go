@@ -51,11 +51,16 @@ func TestProgressLine(t *testing.T) {
 	p.phase("cleanup", 0, "znodes deleted")
 	p.close()
 	lines := strings.Split(strings.TrimSuffix(plain.String(), "\n"), "\n")
-	if len(lines) < 2 || strings.Contains(plain.String(), "\r") {
-		t.Fatalf("plain progress %q, want a line per phase and no \\r", plain.String())
+	if len(lines) != 4 || strings.Contains(plain.String(), "\r") {
+		t.Fatalf("plain progress %q, want a line as each phase begins and ends, and no \\r", plain.String())
 	}
+	// Each phase's end is a line of its own, with what it did and how
+	// long it took: a log read afterwards shows where the time went.
 	if !strings.HasPrefix(lines[0], "memory · round 1/1 · against 127.0.0.1:2182 · measure 0/500 znodes · ") ||
-		!strings.HasPrefix(lines[1], "memory · round 1/1 · against 127.0.0.1:2182 · cleanup 0 znodes deleted · ") {
+		!strings.HasPrefix(lines[1], "memory · round 1/1 · against 127.0.0.1:2182 · measure 0/500 znodes · ") ||
+		!strings.HasSuffix(lines[1], "s · done") ||
+		!strings.HasPrefix(lines[2], "memory · round 1/1 · against 127.0.0.1:2182 · cleanup 0 znodes deleted · ") ||
+		!strings.HasSuffix(lines[3], "s · done") {
 		t.Errorf("plain progress lines %q", lines)
 	}
 }

@@ -44,6 +44,15 @@ type FigureReport struct {
 type Side struct {
 	Median Number   `json:"median"`
 	Rounds []Number `json:"rounds"` // in the order they ran; null where unknown
+	// Spread is how far apart the rounds were: (max - min) / |median|,
+	// null with fewer than two known rounds.
+	Spread Number `json:"spread"`
+	// Samples is the median over the rounds of the samples behind a
+	// percentile; 0 for other figures.
+	Samples int `json:"samples,omitempty"`
+	// Resolution is the median over the rounds of the figure's
+	// measuring step, when it has one (Figure.Resolution).
+	Resolution Number `json:"resolution,omitempty"`
 }
 
 // Number is a figure's value; NaN (unknown) reads as null in JSON.
@@ -75,17 +84,30 @@ func summarize(wr *WorkloadReport, sides [][]*measurement) {
 	}
 	side := func(runs []*measurement, name string) Side {
 		s := Side{Rounds: make([]Number, len(runs))}
-		var known []float64
+		var known, samples, steps []float64
 		for i, m := range runs {
 			s.Rounds[i] = Number(math.NaN())
 			for _, f := range m.figures {
 				if f.Name == name {
 					s.Rounds[i] = Number(f.Value)
 					known = append(known, f.Value)
+					if f.Samples > 0 {
+						samples = append(samples, float64(f.Samples))
+					}
+					if f.Resolution > 0 {
+						steps = append(steps, f.Resolution)
+					}
 				}
 			}
 		}
 		s.Median = Number(Median(known))
+		s.Spread = spreadOf(known, float64(s.Median))
+		if len(samples) > 0 {
+			s.Samples = int(Median(samples))
+		}
+		if len(steps) > 0 {
+			s.Resolution = Number(Median(steps))
+		}
 		return s
 	}
 	for _, f := range order {
@@ -114,6 +136,7 @@ func writeHeader(w io.Writer, r *Report) {
 		rounds += ", after a discarded warm-up round"
 	}
 	fmt.Fprintln(w, "each figure is the "+rounds+".")
+	fmt.Fprintln(w, "spread = (max - min) / median over the rounds; samples = latencies per round behind each percentile.")
 	if r.Against != nil {
 		fmt.Fprintln(w, "ratio = target / against; \"better\" says which way the figure is good.")
 	}
@@ -134,28 +157,82 @@ func writeTable(w io.Writer, wr *WorkloadReport, against bool) {
 		fmt.Fprintf(w, "  FAILED: %s\n", wr.Error)
 	}
 	if len(wr.Figures) > 0 {
-		rows := [][]string{{"figure", "median", "min", "max"}}
+		rows := [][]string{{"figure", "median", "min", "max", "spread", "samples"}}
 		if against {
-			rows[0] = []string{"figure", "target", "against", "ratio", "better"}
+			rows[0] = []string{"figure", "target", "spread", "against", "spread", "ratio", "better", "samples"}
 		}
+		var resolutions []string
 		for _, f := range wr.Figures {
 			name := f.Name
 			if f.Unit != "" && !strings.HasSuffix(name, f.Unit) {
 				name += " (" + f.Unit + ")"
 			}
 			if against {
-				rows = append(rows, []string{name, formatNumber(f.Target.Median),
-					formatNumber(f.Against.Median), formatRatio(*f.Ratio), f.Better.String()})
+				rows = append(rows, []string{name, formatNumber(f.Target.Median), formatSpread(f.Target.Spread),
+					formatNumber(f.Against.Median), formatSpread(f.Against.Spread), formatRatio(*f.Ratio), f.Better.String(),
+					formatSamples(f.Target.Samples, f.Against.Samples)})
 			} else {
 				lo, hi := spread(f.Target.Rounds)
-				rows = append(rows, []string{name, formatNumber(f.Target.Median), formatNumber(lo), formatNumber(hi)})
+				rows = append(rows, []string{name, formatNumber(f.Target.Median), formatNumber(lo), formatNumber(hi),
+					formatSpread(f.Target.Spread), formatSamples(f.Target.Samples, 0)})
+			}
+			if r := resolutionNote(f, against); r != "" {
+				resolutions = append(resolutions, r)
 			}
 		}
 		writeColumns(w, rows)
+		if len(resolutions) > 0 {
+			fmt.Fprintf(w, "  note: /proc counts CPU time in %v ticks, so %s\n", cpuTick, strings.Join(resolutions, "; "))
+		}
 	}
 	for _, n := range wr.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
+}
+
+// spreadOf is (max - min) / |median| of the known values, NaN with fewer
+// than two or a zero median.
+func spreadOf(known []float64, median float64) Number {
+	if len(known) < 2 || median == 0 || math.IsNaN(median) {
+		return Number(math.NaN())
+	}
+	lo, hi := known[0], known[0]
+	for _, v := range known[1:] {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	return Number((hi - lo) / math.Abs(median))
+}
+
+// formatSpread prints a spread as a percentage; "-" when unknown.
+func formatSpread(n Number) string {
+	if math.IsNaN(float64(n)) {
+		return "-"
+	}
+	return strconv.FormatFloat(100*float64(n), 'f', 1, 64) + "%"
+}
+
+// formatSamples prints the samples behind a percentile on each side; ""
+// for a figure that is not one.
+func formatSamples(target, against int) string {
+	switch {
+	case target == 0 && against == 0:
+		return ""
+	case against == 0 || against == target:
+		return strconv.Itoa(target)
+	}
+	return strconv.Itoa(target) + "/" + strconv.Itoa(against)
+}
+
+// resolutionNote says how finely a figure with a measuring step is known.
+func resolutionNote(f *FigureReport, against bool) string {
+	step := float64(f.Target.Resolution)
+	if against && f.Against != nil && float64(f.Against.Resolution) > step {
+		step = float64(f.Against.Resolution)
+	}
+	if step <= 0 || math.IsNaN(step) {
+		return ""
+	}
+	return fmt.Sprintf("%s is known to within %s %s", f.Name, formatNumber(Number(step)), f.Unit)
 }
 
 // writeColumns prints rows indented, the first column aligned left and the

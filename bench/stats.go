@@ -39,6 +39,13 @@ type Figure struct {
 	Unit   string  `json:"unit"`
 	Better Better  `json:"better"`
 	Value  float64 `json:"value"`
+	// Samples is how many measurements a percentile was taken from: a
+	// p99.9 of 500 samples is their largest.
+	Samples int `json:"samples,omitempty"`
+	// Resolution is the step the figure is measured in, when coarser than
+	// it looks: the server's CPU time per operation comes from /proc in
+	// 10 ms ticks, so it is known to within Resolution.
+	Resolution float64 `json:"resolution,omitempty"`
 }
 
 // Percentile returns the q-quantile (0 < q ≤ 1) of sorted by nearest rank:
@@ -100,7 +107,7 @@ func latencyFigures(prefix string, lat []time.Duration) []Figure {
 		if prefix != "" {
 			name = prefix + " " + name
 		}
-		out = append(out, Figure{Name: name, Unit: "ms", Better: Lower, Value: Ms(Percentile(lat, q.q))})
+		out = append(out, Figure{Name: name, Unit: "ms", Better: Lower, Value: Ms(Percentile(lat, q.q)), Samples: len(lat)})
 	}
 	return out
 }

@@ -196,13 +196,43 @@ func TestWriteTableOneTarget(t *testing.T) {
 	if len(lines) != 4 {
 		t.Fatalf("%d lines, want title, header, one row, note:\n%s", len(lines), out.String())
 	}
-	if f := strings.Fields(lines[1]); strings.Join(f, " ") != "figure median min max" {
+	if f := strings.Fields(lines[1]); strings.Join(f, " ") != "figure median min max spread samples" {
 		t.Errorf("header %q", lines[1])
 	}
-	if f := strings.Fields(lines[2]); strings.Join(f, " ") != "handoffs/s 1200 9.50 1500" {
-		t.Errorf("row %q, want handoffs/s 1200 9.50 1500", lines[2])
+	// The spread is (max - min) / median: (1500 - 9.5) / 1200.
+	if f := strings.Fields(lines[2]); strings.Join(f, " ") != "handoffs/s 1200 9.50 1500 124.2%" {
+		t.Errorf("row %q, want handoffs/s 1200 9.50 1500 124.2%%", lines[2])
 	}
 	if !strings.Contains(lines[3], "note: target: RSS unknown") {
 		t.Errorf("note line %q", lines[3])
+	}
+}
+
+// TestWriteTableSamplesAndResolution: a percentile shows how many samples
+// it was taken from, and the server's CPU per operation how finely /proc's
+// ticks let it be known; with --against, each side's spread.
+func TestWriteTableSamplesAndResolution(t *testing.T) {
+	round := func(p99, cpu float64, samples int) *measurement {
+		return &measurement{figures: []Figure{
+			{Name: "p99", Unit: "ms", Better: Lower, Value: p99, Samples: samples},
+			{Name: "server CPU per op", Unit: "µs", Better: Lower, Value: cpu, Resolution: 10000.0 / 2000},
+		}}
+	}
+	wr := &WorkloadReport{Name: "read-sync", Description: "d"}
+	summarize(wr, [][]*measurement{{round(2, 40, 2000), round(3, 50, 2000)}, {round(4, 80, 1000), round(4, 90, 1000)}})
+	var out bytes.Buffer
+	writeTable(&out, wr, true)
+	text := out.String()
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	if f := strings.Fields(lines[1]); strings.Join(f, " ") != "figure target spread against spread ratio better samples" {
+		t.Errorf("header %q", lines[1])
+	}
+	// p99: target 2.5 (2 and 3: spread 40%), against 4 (0%), 2000 and
+	// 1000 samples a round.
+	if f := strings.Fields(lines[2]); strings.Join(f, " ") != "p99 (ms) 2.50 40.0% 4.00 0.0% 0.62 lower 2000/1000" {
+		t.Errorf("p99 row %q", lines[2])
+	}
+	if !strings.Contains(text, "note: /proc counts CPU time in 10ms ticks, so server CPU per op is known to within 5.00 µs") {
+		t.Errorf("no resolution note:\n%s", text)
 	}
 }

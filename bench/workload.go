@@ -160,8 +160,13 @@ func (t timer) serverCPU(m *measurement, unit string, count int) {
 		return
 	}
 	m.add(Figure{Name: "server CPU per " + unit, Unit: "µs", Better: Lower,
-		Value: float64((now - t.cpu).Microseconds()) / float64(count)})
+		Value:      float64((now - t.cpu).Microseconds()) / float64(count),
+		Resolution: float64(cpuTick.Microseconds()) / float64(count)})
 }
+
+// cpuTick is the unit /proc counts a process's CPU time in: USER_HZ,
+// 100 a second on Linux.
+const cpuTick = 10 * time.Millisecond
 
 // processCPU reads a process's user and system CPU time from /proc, in
 // the kernel's 10 ms ticks (USER_HZ is 100 on Linux).
@@ -185,5 +190,5 @@ func processCPU(pid int) (time.Duration, error) {
 		}
 		ticks += n
 	}
-	return time.Duration(ticks) * 10 * time.Millisecond, nil
+	return time.Duration(ticks) * cpuTick, nil
 }
