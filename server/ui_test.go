@@ -86,13 +86,11 @@ func TestUIAddr(t *testing.T) {
 // nothing said so).
 func TestHTTPListenersLogged(t *testing.T) {
 	var buf syncBuffer
-	s := startServer(t, Config{AdminAddr: "127.0.0.1:0", UIAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
-		Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	s := startServer(t, Config{AdminAddr: "127.0.0.1:0", UIAddr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(&buf, nil))})
 	out := buf.String()
 	for _, want := range []string{
 		`msg="serving admin server" addr=` + s.AdminAddr().String() + ` url=http://` + s.AdminAddr().String() + `/commands`,
 		`msg="serving live view" addr=` + s.UIAddr().String(),
-		`msg="serving metrics" addr=`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in the log:\n%s", want, out)
