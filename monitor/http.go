@@ -43,6 +43,14 @@ func (m *Monitor) AdminHandler() http.Handler {
 			adminReply(w, http.StatusOK, map[string]any{"command": name, "error": "Unknown command: " + name})
 			return
 		}
+		if cmd.do != nil {
+			// It changes the server (a statistics reset): the token is
+			// required, as for membership changes.
+			if status, err := m.checkToken(r); err != nil {
+				adminReply(w, status, map[string]any{"command": cmd.names[0], "error": err.Error()})
+				return
+			}
+		}
 		adminReply(w, http.StatusOK, m.run(cmd))
 	})
 	for i := range registry {
@@ -102,16 +110,24 @@ func (m *Monitor) changeHandler(cmd *command) http.HandlerFunc {
 // authorize checks a state-changing admin request: the configured token
 // as a bearer token, and a JSON body.
 func (m *Monitor) authorize(r *http.Request) (int, error) {
+	if status, err := m.checkToken(r); err != nil {
+		return status, err
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return http.StatusUnsupportedMediaType, errors.New("the body must be application/json")
+	}
+	return 0, nil
+}
+
+// checkToken checks that r carries the admin token as a bearer token.
+func (m *Monitor) checkToken(r *http.Request) (int, error) {
 	token := m.cfg.AdminToken
 	if token == "" {
-		return http.StatusForbidden, errors.New("membership changes are disabled: no admin token is configured")
+		return http.StatusForbidden, errors.New("commands that change the server are disabled: no admin token is configured")
 	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 		return http.StatusUnauthorized, errors.New("a valid Authorization: Bearer token is required")
-	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return http.StatusUnsupportedMediaType, errors.New("the body must be application/json")
 	}
 	return 0, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/hutchzk/hutch/internal/httpserve"
 	"github.com/hutchzk/hutch/trace"
 )
 
@@ -245,6 +246,8 @@ func (m *Monitor) serveTrace(w http.ResponseWriter, r *http.Request) {
 		}
 		var dropped uint64
 		events, dropped = m.hub.take(v, events)
+		// The port's write deadline bounds each batch, not the stream.
+		httpserve.ExtendWrite(w, httpserve.DefaultWriteTimeout)
 		if dropped > 0 && enc.Encode(dropReport{Kind: "dropped", Dropped: dropped, Time: time.Now()}) != nil {
 			return
 		}

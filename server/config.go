@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hutchzk/hutch/clock"
+	"github.com/hutchzk/hutch/internal/httpserve"
 	"github.com/hutchzk/hutch/monitor"
 	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/trace"
@@ -83,6 +84,11 @@ type Config struct {
 	// Prometheus's format, as the hutch command does. It is needed with
 	// MetricsAddr; without it the server links no metrics library.
 	MetricsProvider monitor.MetricsProvider
+	// HTTPLimits bounds each HTTP port (admin, metrics, live view): read,
+	// write and idle deadlines and a cap on open connections. Zero fields
+	// take httpserve's defaults: an idle connection is closed after 30s,
+	// as ZooKeeper's admin server does, and a port holds 64 at once.
+	HTTPLimits HTTPLimits
 	// InitLimit and SyncLimit are zoo.cfg's, in ticks. Raft's timeouts do
 	// their work; they are kept to be reported by conf.
 	InitLimit int
@@ -103,6 +109,9 @@ type Config struct {
 	// defaults to the Raft node id.
 	Raft *raftstore.Config
 }
+
+// HTTPLimits bounds one HTTP port (see Config.HTTPLimits).
+type HTTPLimits = httpserve.Limits
 
 // Defaults as in ZooKeeper 3.8.
 const (

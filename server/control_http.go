@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hutchzk/hutch/internal/httpserve"
 	"github.com/hutchzk/hutch/monitor"
 )
 
@@ -23,7 +24,10 @@ import (
 //	GET  /sessions             the live sessions (Sessions)
 //
 // A session ID is decimal or 0x-prefixed hexadecimal, as clients print
-// them. The handler has no authentication: serve it on loopback only.
+// them. The handler has no authentication: serve it on loopback only. It
+// answers programs on this machine, never a web page: a request whose
+// Host is not a loopback name, or that a browser sent from another
+// origin, is refused with 403 (httpserve.LocalOnly).
 func (s *Server) ControlHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /expire", func(w http.ResponseWriter, r *http.Request) {
@@ -74,7 +78,7 @@ func (s *Server) ControlHandler() http.Handler {
 		}
 		writeControlReply(w, nil, map[string]any{"sessions": out})
 	})
-	return mux
+	return httpserve.LocalOnly(mux)
 }
 
 // sessionParam reads ?session=; a missing one is 0 unless required.

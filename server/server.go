@@ -250,12 +250,12 @@ func logHTTP(log *slog.Logger, what string, ln net.Listener, path string) {
 // serveHTTP runs one of the operators' HTTP listeners until the server
 // closes.
 func (s *Server) serveHTTP(what string, ln net.Listener, h http.Handler) {
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	hs := s.cfg.HTTPLimits.Server(h)
 	go func() {
 		<-s.ctx.Done()
 		_ = hs.Close()
 	}()
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := hs.Serve(s.cfg.HTTPLimits.Listener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		s.log.Warn(what+" server stopped", "err", err)
 	}
 }

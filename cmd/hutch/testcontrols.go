@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hutchzk/hutch/clock"
+	"github.com/hutchzk/hutch/internal/httpserve"
 	"github.com/hutchzk/hutch/server"
 )
 
@@ -52,8 +53,7 @@ func prepareTestControls(addr string, cfg *server.Config) (*testControls, error)
 
 // serve answers the controls for srv until close.
 func (t *testControls) serve(srv *server.Server) {
-	t.srv = &http.Server{Handler: srv.ControlHandler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = t.srv.Serve(t.ln) }()
+	t.srv = httpserve.Serve(t.ln, srv.ControlHandler(), httpserve.Limits{}, nil)
 }
 
 // url is where the controls answer.
