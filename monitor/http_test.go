@@ -204,12 +204,12 @@ func TestAdminEnvironment(t *testing.T) {
 func TestAdminNotServing(t *testing.T) {
 	src := ensemble(Follower)
 	src.state.Serving = false
-	h := newMonitor(t, src, Config{}).AdminHandler()
+	h := newMonitor(t, src, Config{AdminToken: "t0ken"}).AdminHandler()
 	for _, c := range registry {
 		if c.change != nil {
 			continue
 		}
-		_, body := get(t, h, http.MethodGet, "/commands/"+c.names[0], "", "")
+		_, body := get(t, h, http.MethodGet, "/commands/"+c.names[0], "Bearer t0ken", "")
 		got := decode(t, body).(map[string]any)
 		gated := got["error"] == "This ZooKeeper instance is not currently serving requests"
 		if gated != c.serving || (gated && len(got) != 2) {
