@@ -17,6 +17,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/hutchzk/hutch/internal/browsertest"
+	"github.com/hutchzk/hutch/monitor/prometheus"
 )
 
 // closedWithin reports whether the server closes nc within d: a read
@@ -49,7 +50,7 @@ func keepAliveGet(t *testing.T, nc net.Conn, path string) {
 // which the client port refused clients.
 func TestHTTPPortsBounded(t *testing.T) {
 	const maxConns = 4
-	s := startServer(t, Config{AdminAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", UIAddr: "127.0.0.1:0",
+	s := startServer(t, Config{AdminAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", MetricsProvider: prometheus.Handler, UIAddr: "127.0.0.1:0",
 		HTTPLimits: HTTPLimits{IdleTimeout: 300 * time.Millisecond, MaxConns: maxConns}})
 	ports := []struct {
 		name, addr, path string
