@@ -71,13 +71,13 @@ func TestHTTPPortsBounded(t *testing.T) {
 				keepAliveGet(t, nc, p.path)
 				held = append(held, nc)
 			}
-			extra, err := net.Dial("tcp", p.addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer extra.Close()
-			if !closedWithin(extra, 5*time.Second) {
-				t.Errorf("connection %d stayed open on a port capped at %d", maxConns+1, maxConns)
+			// The port resets the connection past its cap: the dial
+			// itself may see it.
+			if extra, err := net.Dial("tcp", p.addr); err == nil {
+				defer extra.Close()
+				if !closedWithin(extra, 5*time.Second) {
+					t.Errorf("connection %d stayed open on a port capped at %d", maxConns+1, maxConns)
+				}
 			}
 			for i, nc := range held {
 				if !closedWithin(nc, 10*time.Second) {
