@@ -3,6 +3,7 @@ package raftstore
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -403,7 +404,7 @@ func TestCrashConsistency(t *testing.T) {
 				if k.kind == LogStoreWAL {
 					t.Skip("raft-wal preallocates 64 MiB segments: it cannot open on a disk small enough to fill here")
 				}
-				dir := smallDisk(t, 1<<20)
+				dir := smallDisk(t, 4<<20)
 				m := newCrashModel()
 				if err := runCrashChild(t, dir, k.kind, "fill", true, m, func(m *crashModel) bool { return m.finished }); err != nil {
 					t.Fatal(err)
@@ -450,7 +451,20 @@ func tearSeglog(t *testing.T, dir string, how int) {
 		return
 	}
 	path := segs[len(segs)-1]
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The records end where the zeros filled ahead of them begin.
+	end := 24 // the segment header
+	for end+8 <= len(data) {
+		n := int(binary.BigEndian.Uint32(data[end:]))
+		if n == 0 || end+8+n > len(data) {
+			break
+		}
+		end += 8 + n
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -464,7 +478,7 @@ func tearSeglog(t *testing.T, dir string, how int) {
 	case 2: // a record whole in length but not in content: bad checksum, then zeros
 		tail = append([]byte{0, 0, 0, 40, 1, 2, 3, 4}, make([]byte, 40+512)...)
 	}
-	if _, err := f.Write(tail); err != nil {
+	if _, err := f.WriteAt(tail, int64(end)); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Sync(); err != nil {

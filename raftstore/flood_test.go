@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func TestPeerPortSurvivesFlood(t *testing.T) {
 
 	// Fresh handshakes from a member get through, one after another.
 	for i := range 20 {
-		c, err := dialPeer(other.Store.cfg.Dial, testSecret, target.Addr(), tagForward, 2*time.Second)
+		c, err := dialPeer(other.Store.cfg.Dial, testSecret, target.Addr(), tagPipe, 2*time.Second)
 		if err != nil {
 			t.Fatalf("authenticated dial %d during the flood: %v (flood so far %+v)", i, err, flood.Stats())
 		}
@@ -62,13 +63,13 @@ func TestPeerPortSurvivesFlood(t *testing.T) {
 		next.cfg.NodeID, flood.Stats(), waiting, knocked)
 }
 
-// dropIdleForwards closes the pooled connections to the leader, so the
-// next forward dials.
+// dropIdleForwards closes the pipes to the leader, so the next forward
+// dials.
 func (s *Store) dropIdleForwards() {
 	s.fwdMu.Lock()
-	defer s.fwdMu.Unlock()
-	for _, fc := range s.idle {
-		fc.c.Close()
+	pipes := append([]*pipe(nil), s.pipes...)
+	s.fwdMu.Unlock()
+	for _, p := range pipes {
+		p.fail(errors.New("test: dropped"))
 	}
-	s.idle = nil
 }

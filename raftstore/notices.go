@@ -109,8 +109,9 @@ func (s *Store) applyNotices() {
 }
 
 // followNotices keeps a question open with the leader while this node
-// follows one, and hands every answer to the applier. It runs on its own
-// connection, which the question holds.
+// follows one, and hands every answer to the applier. The question shares
+// the forwarding pipes (pipe.go): the leader answers it beside the frames
+// that follow it.
 func (s *Store) followNotices() {
 	for {
 		changed := s.changes.next()
@@ -148,26 +149,22 @@ func (s *Store) sleep(d time.Duration) bool {
 	}
 }
 
-// askNotices asks addr, over one connection, for notice after notice
-// until it fails or stops leading.
+// askNotices asks addr for notice after notice until it fails or stops
+// leading.
 func (s *Store) askNotices(addr string) error {
-	fc, err := s.dialForward(addr, time.Now().Add(s.cfg.ForwardTimeout))
-	if err != nil {
-		return err
-	}
-	defer fc.c.Close()
-	// Close unblocks the read when the store stops.
-	stop := context.AfterFunc(s.stopCtx, func() { fc.c.Close() })
-	defer stop()
 	var after [binary.MaxVarintLen64]byte
 	for {
 		if _, leader := s.Leader(); leader != addr {
 			return nil // a new leader: ask it
 		}
 		n := binary.PutUvarint(after[:], s.notices.newest().index)
-		deadline := time.Now().Add(noticeWait + s.cfg.ForwardTimeout)
-		index, term, status, err := fc.roundTrip(s.stopCtx, deadline, frameNotice, after[:n])
+		ctx, cancel := context.WithTimeout(s.stopCtx, noticeWait+s.cfg.ForwardTimeout)
+		index, term, status, err := s.roundTrip(ctx, addr, frameNotice, after[:n])
+		cancel()
 		if err != nil {
+			if s.stopCtx.Err() != nil {
+				return ErrClosed
+			}
 			return err
 		}
 		if status != statusOK {

@@ -219,12 +219,18 @@ type Store struct {
 	reloadable raft.ReloadableConfig
 	snaps      *timedSnapshots
 
-	// fwdMu guards idle, inbound and closed.
-	fwdMu    sync.Mutex
-	idle     []*fwdConn            // pooled connections to the leader
-	inbound  map[net.Conn]struct{} // forwarding connections being served
-	closed   bool
-	handlers sync.WaitGroup // inbound forwarding handlers
+	// fwdMu guards pipes, dialing, inbound and closed.
+	fwdMu      sync.Mutex
+	pipes      []*pipe               // pipelined connections to the leader (pipe.go)
+	dialing    bool                  // a pipe is being dialled
+	pipeDialed *changes              // fired when a dial ends
+	inbound    map[net.Conn]struct{} // forwarding connections being served
+	closed     bool
+	handlers   sync.WaitGroup // inbound forwarding handlers
+
+	// askIndex and barrier share one question to the leader, and one
+	// barrier on the leader, among concurrent syncs (coalesce.go).
+	askIndex, barrier *coalesced
 
 	// answering counts the members' questions being answered (ask.go);
 	// their connections are in inbound and their handlers in handlers,
@@ -256,7 +262,10 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{cfg: cfg, log: cfg.Logger, db: db, inbound: make(map[net.Conn]struct{}),
-		fsm: &fsm{db: db, log: cfg.Logger}, notices: newNotices(), changes: newChanges(), ready: make(chan struct{}), stop: make(chan struct{})}
+		fsm: &fsm{db: db, log: cfg.Logger}, notices: newNotices(), changes: newChanges(), pipeDialed: newChanges(),
+		ready: make(chan struct{}), stop: make(chan struct{})}
+	s.askIndex = &coalesced{run: s.askLeaderIndex}
+	s.barrier = &coalesced{run: s.barrierIndex}
 	s.stopCtx, s.cancelStop = context.WithCancel(context.Background())
 
 	ln, err := net.Listen("tcp", cfg.RaftAddr)
@@ -267,7 +276,7 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 	if s.addr == "" {
 		s.addr = advertise(cfg.RaftAddr, ln.Addr())
 	}
-	s.mux = newMux(ln, s.addr, cfg.Secret, s.log, s.handleForward, s.handleAsk, cfg.Dial)
+	s.mux = newMux(ln, s.addr, cfg.Secret, s.log, s.handlePipe, s.handleAsk, cfg.Dial)
 	s.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  s.mux,
 		MaxPool: 3,
@@ -467,8 +476,12 @@ func (s *Store) wait(f raft.Future) error {
 
 // syncIndex is the leader's answer to "how far must I catch up": after a
 // barrier, every entry committed before the question was asked is in its
-// state, and the applied index covers them all.
-func (s *Store) syncIndex() (uint64, error) {
+// state, and the applied index covers them all. Questions that arrive
+// while a barrier is under way share the next one.
+func (s *Store) syncIndex() (uint64, error) { return s.barrier.do(s.stopCtx) }
+
+// barrierIndex runs one barrier and returns the applied index after it.
+func (s *Store) barrierIndex() (uint64, error) {
 	if err := s.wait(s.raft.Barrier(opTimeout)); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return 0, ErrNotLeader
@@ -517,12 +530,8 @@ func (s *Store) leaderIndex(ctx context.Context) (uint64, error) {
 		if s.IsLeader() {
 			idx, err = s.syncIndex()
 		} else {
-			// One try at a time, so a leader that went silent (a
-			// partition that drops traffic) is given up on and the next
-			// one asked.
-			try, cancel := context.WithTimeout(ctx, s.cfg.ForwardTimeout)
-			idx, err = s.call(try, frameIndex, nil)
-			cancel()
+			// Concurrent syncs share one question (askLeaderIndex).
+			idx, err = s.askIndex.do(ctx)
 		}
 		if err == nil {
 			return idx, nil
@@ -538,6 +547,15 @@ func (s *Store) leaderIndex(ctx context.Context) (uint64, error) {
 			return 0, errors.Join(ctx.Err(), err)
 		}
 	}
+}
+
+// askLeaderIndex asks the leader for its sync index, one try at a time,
+// so a leader that went silent (a partition that drops traffic) is given
+// up on and the next one asked.
+func (s *Store) askLeaderIndex() (uint64, error) {
+	try, cancel := context.WithTimeout(s.stopCtx, s.cfg.ForwardTimeout)
+	defer cancel()
+	return s.call(try, frameIndex, nil)
 }
 
 // Snapshot takes a snapshot now and compacts the log behind it, keeping
@@ -587,14 +605,15 @@ func (s *Store) Close() error {
 	s.closed = true
 	close(s.stop)
 	s.cancelStop()
-	for _, fc := range s.idle {
-		fc.c.Close()
-	}
-	s.idle = nil
+	pipes := s.pipes
+	s.pipes = nil
 	for c := range s.inbound {
 		c.Close()
 	}
 	s.fwdMu.Unlock()
+	for _, p := range pipes {
+		p.fail(ErrClosed)
+	}
 
 	err := s.raft.Shutdown().Error()
 	s.handlers.Wait()

@@ -220,7 +220,7 @@ func TestPeersAuthenticate(t *testing.T) {
 	if _, err := stranger.call(ctx, frameIndex, nil); err == nil {
 		t.Fatal("a node with the wrong secret asked the leader for its index")
 	}
-	if _, err := dialPeer(stranger.Store.cfg.Dial, cfg.Secret, leader.Addr(), tagForward, 2*time.Second); err == nil {
+	if _, err := dialPeer(stranger.Store.cfg.Dial, cfg.Secret, leader.Addr(), tagPipe, 2*time.Second); err == nil {
 		t.Fatal("handshake with the wrong secret succeeded")
 	}
 	if _, err := dialPeer(leader.Store.cfg.Dial, leader.Store.cfg.Secret, stranger.Addr(), tagRaft, 2*time.Second); err == nil {
@@ -235,7 +235,7 @@ func TestPeersAuthenticate(t *testing.T) {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	junk := append([]byte(knockMagic+string(tagForward)), bytes.Repeat([]byte{'F'}, nonceSize+macSize)...)
+	junk := append([]byte(knockMagic+string(tagPipe)), bytes.Repeat([]byte{'F'}, nonceSize+macSize)...)
 	if _, err := c.Write(junk); err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestPeersAuthenticate(t *testing.T) {
 
 	// An authenticated peer announcing a frame past the bound.
 	f := followers(nodes, leader)[0]
-	pc, err := dialPeer(f.Store.cfg.Dial, f.Store.cfg.Secret, leader.Addr(), tagForward, 2*time.Second)
+	pc, err := dialPeer(f.Store.cfg.Dial, f.Store.cfg.Secret, leader.Addr(), tagPipe, 2*time.Second)
 	if err != nil {
 		t.Fatalf("authenticated dial: %v", err)
 	}

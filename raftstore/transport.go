@@ -19,9 +19,10 @@ import (
 
 // Connection tags: the dialer says which protocol the connection carries.
 const (
-	tagRaft    byte = 'R'
-	tagForward byte = 'F'
-	// tagAsk ('Q') carries a member's question to another (ask.go).
+	tagRaft byte = 'R'
+	// tagPipe ('P') carries forwarding (pipe.go), tagAsk ('Q') a
+	// member's question to another (ask.go). 'F', forwarding one frame at
+	// a time, is no longer spoken.
 )
 
 // Peer handshake. Every connection between nodes starts with a mutual
@@ -215,7 +216,7 @@ func (m *mux) route(c net.Conn) {
 		case <-m.done:
 			c.Close()
 		}
-	case tagForward:
+	case tagPipe:
 		m.onForward(c)
 	case tagAsk:
 		m.onAsk(c)
@@ -230,7 +231,7 @@ func (m *mux) checkKnock(knock []byte) error {
 	switch {
 	case string(knock[:len(knockMagic)]) != knockMagic:
 		return fmt.Errorf("%w: not a hutch peer", errBadPeer)
-	case tag != tagRaft && tag != tagForward && tag != tagAsk:
+	case tag != tagRaft && tag != tagPipe && tag != tagAsk:
 		return fmt.Errorf("%w: unknown tag %#x", errBadPeer, tag)
 	case !hmac.Equal(mac, peerMAC(m.secret, "knock", nil, nonceD, tag)):
 		return errBadPeer

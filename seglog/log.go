@@ -64,10 +64,22 @@ type Log struct {
 type segment struct {
 	base    uint64
 	offsets []int64
-	end     int64
+	end     int64 // where the records end
+	alloc   int64 // the file's size: zeros from end to alloc
 	f       File
 	path    string
 }
+
+// preallocChunk is how far ahead of its records a segment is zero-filled.
+// An append inside it changes no metadata, and its fdatasync is a data
+// flush only: on this project's ext4 machine, 0.20-0.36 ms against
+// 0.39-0.55 ms for an append that grows the file (and fallocate's
+// unwritten extents still need their conversion journalled). One append
+// in preallocChunk bytes pays for the next chunk.
+const preallocChunk = 1 << 20
+
+// zeros is what a segment is filled with ahead of its records.
+var zeros [preallocChunk]byte
 
 func (s *segment) last() uint64 { return s.base + uint64(len(s.offsets)) - 1 }
 
@@ -161,6 +173,7 @@ func (l *Log) recover() error {
 			if err := truncateSynced(path, res.end); err != nil {
 				return err
 			}
+			data = data[:res.end]
 		}
 		if len(res.offsets) == 0 {
 			if !newest {
@@ -179,7 +192,7 @@ func (l *Log) recover() error {
 		if err != nil {
 			return err
 		}
-		l.segs = append(l.segs, &segment{base: base, offsets: res.offsets, end: res.end, f: f, path: path})
+		l.segs = append(l.segs, &segment{base: base, offsets: res.offsets, end: res.end, alloc: int64(len(data)), f: f, path: path})
 	}
 	if len(l.segs) > 0 {
 		l.first = l.segs[0].base
@@ -326,6 +339,15 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 	if _, err := tail.f.WriteAt(b, tail.end); err != nil {
 		return l.fail(fmt.Errorf("seglog: writing %s: %w", tail.path, err))
 	}
+	if end := tail.end + int64(len(b)); end > tail.alloc {
+		// Zero the next chunk in the same sync: the appends after this
+		// one change no metadata.
+		grow := preallocChunk - end%preallocChunk
+		if _, err := tail.f.WriteAt(zeros[:grow], end); err != nil {
+			return l.fail(fmt.Errorf("seglog: preallocating %s: %w", tail.path, err))
+		}
+		tail.alloc = end + grow
+	}
 	if err := tail.f.Sync(); err != nil {
 		return l.fail(fmt.Errorf("seglog: syncing %s: %w", tail.path, err))
 	}
@@ -355,7 +377,12 @@ func (l *Log) createSegment(base uint64) (*segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := f.WriteAt(appendSegHeader(nil, base), 0); err != nil {
+	hdr := appendSegHeader(nil, base)
+	if _, err := f.WriteAt(hdr, 0); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.WriteAt(zeros[len(hdr):], int64(len(hdr))); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -367,7 +394,7 @@ func (l *Log) createSegment(base uint64) (*segment, error) {
 		f.Close()
 		return nil, err
 	}
-	return &segment{base: base, end: segHeaderSize, f: f, path: path}, nil
+	return &segment{base: base, end: segHeaderSize, alloc: preallocChunk, f: f, path: path}, nil
 }
 
 // DeleteRange removes the entries min to max inclusive, which must be at
@@ -448,7 +475,7 @@ func (l *Log) deleteTail(min uint64) error {
 		k := min - cut.base
 		cutAt = cut.offsets[k]
 		cut.offsets = cut.offsets[:k]
-		cut.end = cutAt
+		cut.end, cut.alloc = cutAt, cutAt
 	}
 	if len(l.segs) == 0 {
 		l.first = 0
@@ -466,6 +493,8 @@ func (l *Log) deleteTail(min uint64) error {
 		}
 	}
 	if cut != nil {
+		// Truncating is one metadata change, whole or not at all; the
+		// next append zero-fills ahead again.
 		if err := cut.f.Truncate(cutAt); err != nil {
 			return l.fail(fmt.Errorf("seglog: truncating %s: %w", cut.path, err))
 		}

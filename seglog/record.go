@@ -18,10 +18,13 @@ import (
 //	body:   u64 index | u64 term | u8 type | i64 appended-at (unix ns) | uvarint extensions length | extensions | data
 //
 // Integers are big-endian. Records hold consecutive indexes from the
-// header's first index. Nothing else is on disk but the stable store's
-// file, so recovery is a scan: the first record that is short, fails its
-// CRC or breaks the sequence ends the log, and what follows it is a torn
-// tail only if it is nothing but zeros.
+// header's first index, and zeros follow them: a segment is zero-filled
+// ahead of its records (preallocChunk at a time), so that an append does
+// not change the file's size and its fdatasync flushes data alone.
+// Nothing else is on disk but the stable store's file, so recovery is a
+// scan: the records end where zeros begin; a record that is short, fails
+// its CRC or breaks the sequence is a torn write if nothing but zeros
+// follows it, and corruption otherwise.
 const (
 	segMagic      = "HUTCHSEG"
 	segVersion    = 1
@@ -161,8 +164,10 @@ func scanSegment(data []byte, first uint64) scanResult {
 		}
 		n := int64(binary.BigEndian.Uint32(rest))
 		if n == 0 {
-			res.bad = "zero record length"
-			res.tornOnly = allZero(rest)
+			if allZero(rest) {
+				break // the preallocated end
+			}
+			res.bad = "zero record length before other bytes"
 			break
 		}
 		if n > maxRecord || recHeaderSize+n > int64(len(rest)) {
@@ -189,9 +194,6 @@ func scanSegment(data []byte, first uint64) scanResult {
 		next++
 	}
 	res.end = off
-	if res.bad == "" {
-		res.end = int64(len(data))
-	}
 	return res
 }
 
