@@ -44,6 +44,7 @@ func Follow(ctx context.Context, opts Options, fo FollowOptions) (*Report, error
 		return nil, err
 	}
 	if fo.Ready != nil {
+		st.report.LastZxid = st.rep.lastZxid
 		fo.Ready(&st.report)
 	}
 	poll := time.NewTicker(fo.Poll)

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -169,6 +171,9 @@ func importRun(t *testing.T, compress string, kill bool) {
 	lastDigest := lastLoggedDigest(t, logs)
 
 	out := filepath.Join(t.TempDir(), "hutch-data")
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
 	start := time.Now()
 	report, err := zkimport.Import(zkimport.Options{
 		Source: zkimport.Source{DataDir: dataDir, LogDir: logDir},
@@ -177,7 +182,14 @@ func importRun(t *testing.T, compress string, kill bool) {
 	if err != nil {
 		t.Fatalf("import: %v\nZooKeeper's log:\n%s", err, zks.LogTail(3000))
 	}
-	t.Logf("import took %v: %+v", time.Since(start), *report)
+	took := time.Since(start)
+	runtime.ReadMemStats(&m1)
+	snapSize := int64(0)
+	if fi, err := os.Stat(report.Snapshot); err == nil {
+		snapSize = fi.Size()
+	}
+	t.Logf("import of %d znodes took %v, allocated %d MB in all (snapshot %s: %d KB); %+v",
+		report.Nodes, took, (m1.TotalAlloc-m0.TotalAlloc)>>20, filepath.Base(report.Snapshot), snapSize>>10, *report)
 	if report.ZKDigest != lastDigest.Digest || report.LastZxid != lastDigest.Zxid {
 		t.Fatalf("imported tree: digest %d at %#x; ZooKeeper logged %d at %#x", report.ZKDigest, report.LastZxid, lastDigest.Digest, lastDigest.Zxid)
 	}
