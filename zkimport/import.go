@@ -244,8 +244,12 @@ func (st *state) replayLog(f zkformat.File, off int64, live bool) error {
 			continue // before the snapshot, or a log overlapping the last
 		}
 		if prev := st.rep.lastZxid; prev != 0 && epoch(z) == epoch(prev) && z != prev+1 {
-			return fmt.Errorf("%s: offset %d: transaction %#x follows %#x: transactions %#x to %#x are missing (a log deleted or cut short?)",
-				f.Path, e.Offset, z, prev, prev+1, z-1)
+			missing := fmt.Sprintf("transactions %#x to %#x are", prev+1, z-1)
+			if z == prev+2 {
+				missing = fmt.Sprintf("transaction %#x is", prev+1)
+			}
+			return fmt.Errorf("%s: offset %d: transaction %#x follows %#x: %s missing (a log deleted or cut short?)",
+				f.Path, e.Offset, z, prev, missing)
 		}
 		if err := st.rep.apply(e); err != nil {
 			return fmt.Errorf("%s: offset %d: zxid %#x: %w", f.Path, e.Offset, z, err)

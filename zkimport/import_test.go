@@ -94,7 +94,7 @@ func TestImportRefusesDamage(t *testing.T) {
 		}, []string{"log.2f", "missing"}},
 		{"missing log in the middle", func(tb testing.TB, src Source) {
 			remove(tb, filepath.Join(src.LogDir, zkformat.VersionDir, "log.23"))
-		}, []string{"log.2f", "0x2e to 0x2e are missing"}},
+		}, []string{"log.2f", "transaction 0x2e is missing"}},
 		{"flipped byte in the only snapshot", func(tb testing.TB, src Source) {
 			for _, s := range []string{"snapshot.0", "snapshot.10", "snapshot.21"} {
 				remove(tb, filepath.Join(src.DataDir, zkformat.VersionDir, s))
