@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hutchzk/hutch/internal/freeport"
 )
 
 // Deadlines are generous because tests must hold on a loaded two-core
@@ -293,18 +294,10 @@ func classifyStartError(err error, logFile string) error {
 	return fmt.Errorf("%w\nlog tail (%s):\n%s", err, logFile, tail(logFile, 4<<10))
 }
 
-// handedOut remembers the ports FreePort has returned in this process, so
-// that a test asking for several at once (an ensemble's client, peer and
-// admin ports) never gets one twice: the kernel may offer a port again as
-// soon as it is released.
-var handedOut struct {
-	sync.Mutex
-	ports map[int]bool
-}
-
 // FreePort returns a loopback TCP port that was free a moment ago on
-// 127.0.0.1 and that it has not returned before. Another process may take
-// it before the caller binds it; the Start functions retry.
+// 127.0.0.1 and that it has not returned before (package freeport).
+// Another process may take it before the caller binds it; the Start
+// functions retry.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
 	return FreePortOn(tb, "127.0.0.1")
@@ -312,76 +305,13 @@ func FreePort(tb testing.TB) int {
 
 // FreePortOn is FreePort for another loopback address, such as a node's
 // own 127.0.0.3: a port free on one address may be taken on another.
-//
-// The port lies below the kernel's ephemeral range when there is room:
-// a server a test kills and restarts must bind the same port again, and
-// any outgoing connection on the machine may take a port of that range as
-// its source in between ("address already in use" on restart).
 func FreePortOn(tb testing.TB, ip string) int {
 	tb.Helper()
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	if handedOut.ports == nil {
-		handedOut.ports = make(map[int]bool)
-	}
-	if lo, _ := ephemeralPorts(); lo-lowestPort >= 1000 {
-		for range 1000 {
-			port := lowestPort + rand.IntN(lo-lowestPort)
-			if handedOut.ports[port] || !bindable(ip, port) {
-				continue
-			}
-			handedOut.ports[port] = true
-			return port
-		}
-	}
-	for range 1000 {
-		ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-		if err != nil {
-			tb.Fatalf("free port on %s: %v", ip, err)
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if !handedOut.ports[port] {
-			handedOut.ports[port] = true
-			return port
-		}
-	}
-	tb.Fatal("free port: every port offered was handed out before")
-	return 0
-}
-
-// lowestPort keeps FreePort clear of the well-known and common service
-// ports.
-const lowestPort = 16384
-
-// ephemeralPorts is the kernel's range of source ports for outgoing
-// connections (Linux's default when it cannot be read).
-func ephemeralPorts() (lo, hi int) {
-	lo, hi = 32768, 60999
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	port, err := freeport.Pick(ip)
 	if err != nil {
-		return lo, hi
+		tb.Fatal(err)
 	}
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return lo, hi
-	}
-	l, err1 := strconv.Atoi(f[0])
-	h, err2 := strconv.Atoi(f[1])
-	if err1 != nil || err2 != nil || l > h {
-		return lo, hi
-	}
-	return l, h
-}
-
-// bindable reports whether a listener can bind ip:port right now.
-func bindable(ip string, port int) bool {
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
-	if err != nil {
-		return false
-	}
-	ln.Close()
-	return true
+	return port
 }
 
 // FourLetterWord sends a four-letter word such as "ruok" or "srvr" to addr
