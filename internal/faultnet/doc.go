@@ -6,5 +6,7 @@
 // without closing its session, as when a client host dies. Drop partitions
 // silently instead: I/O across the link hangs until healed, as TCP does.
 // A Switch does the same to separate processes on loopback, forwarding
-// their peer connections and telling nodes apart by source IP.
+// their peer connections and telling nodes apart by source IP. Shaped
+// slows, narrows or makes lossy any connection (a Shape: delay, jitter,
+// rate, loss), and a Network shapes the links between its nodes.
 package faultnet

@@ -17,6 +17,7 @@ type Network struct {
 	cut     map[link]bool
 	conns   map[*conn]struct{}
 	dropped map[link]bool // silent partitions (Drop), see drop.go
+	shapes  map[link]Shape // slow, narrow or lossy links (SetShape), see shape.go
 	healed  chan struct{} // closed and replaced by Heal, waking blocked I/O
 	waiting int           // goroutines blocked on a dropped link, for tests
 }
@@ -29,6 +30,7 @@ func New() *Network {
 		cut:     make(map[link]bool),
 		conns:   make(map[*conn]struct{}),
 		dropped: make(map[link]bool),
+		shapes:  make(map[link]Shape),
 		healed:  make(chan struct{}),
 	}
 }
@@ -57,7 +59,7 @@ func (n *Network) Dialer(self string) func(addr string, timeout time.Duration) (
 			c.Close()
 			return nil, ErrPartitioned
 		}
-		return c, nil
+		return Shaped(c, func() Shape { return n.shape(self, addr) }, func() Shape { return n.shape(addr, self) }), nil
 	}
 }
 
@@ -81,11 +83,13 @@ func (n *Network) Isolate(node string, others ...string) {
 	}
 }
 
-// Heal restores every link, those cut by Isolate and those dropped by
-// Drop; I/O blocked on a dropped link resumes where it stopped.
+// Heal restores every link, those cut by Isolate, dropped by Drop and
+// shaped by SetShape; I/O blocked on a dropped link resumes where it
+// stopped.
 func (n *Network) Heal() {
 	n.mu.Lock()
 	clear(n.cut)
+	clear(n.shapes)
 	n.healDropsLocked()
 	n.mu.Unlock()
 }
@@ -133,4 +137,24 @@ func (c *conn) Close() error {
 		err = c.Conn.Close()
 	})
 	return err
+}
+
+// SetShape degrades the bytes node from sends to node to, on every
+// connection between them whoever dialled it (see Shape); the zero Shape
+// restores the link. Bytes already in flight keep the shape they were
+// sent with.
+func (n *Network) SetShape(from, to string, s Shape) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if s.IsZero() {
+		delete(n.shapes, link{from, to})
+		return
+	}
+	n.shapes[link{from, to}] = s
+}
+
+func (n *Network) shape(from, to string) Shape {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.shapes[link{from, to}]
 }
