@@ -16,10 +16,10 @@ type Network struct {
 	mu      sync.Mutex
 	cut     map[link]bool
 	conns   map[*conn]struct{}
-	dropped map[link]bool // silent partitions (Drop), see drop.go
+	dropped map[link]bool  // silent partitions (Drop), see drop.go
 	shapes  map[link]Shape // slow, narrow or lossy links (SetShape), see shape.go
-	healed  chan struct{} // closed and replaced by Heal, waking blocked I/O
-	waiting int           // goroutines blocked on a dropped link, for tests
+	healed  chan struct{}  // closed and replaced by Heal, waking blocked I/O
+	waiting int            // goroutines blocked on a dropped link, for tests
 }
 
 type link struct{ from, to string }

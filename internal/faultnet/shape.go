@@ -118,14 +118,14 @@ type line struct {
 	shape  func() Shape
 	closed <-chan struct{}
 
-	mu       sync.Mutex // guards the fields below
-	queue    []segment
-	queued   int       // bytes in queue
-	lastDue  time.Time // no segment is due before the one ahead of it
-	free     time.Time // when a rate-limited link has sent what it was given
-	pumping  bool      // a goroutine moves this direction's bytes
-	failed   error     // the outbound pump's write error, returned by the next Write
-	changed  chan struct{}
+	mu      sync.Mutex // guards the fields below
+	queue   []segment
+	queued  int       // bytes in queue
+	lastDue time.Time // no segment is due before the one ahead of it
+	free    time.Time // when a rate-limited link has sent what it was given
+	pumping bool      // a goroutine moves this direction's bytes
+	failed  error     // the outbound pump's write error, returned by the next Write
+	changed chan struct{}
 }
 
 // wake tells waiters the line changed; mu is held.
