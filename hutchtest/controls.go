@@ -7,10 +7,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hutchzk/hutch/internal/faultnet"
 	"github.com/hutchzk/hutch/monitor"
 	"github.com/hutchzk/hutch/server"
 	"github.com/hutchzk/hutch/trace"
 )
+
+// fatal fails the test with what failed and why: "hutchtest: expire
+// session 0x1f: no such session", naming the member in an ensemble.
+func (s *Server) fatal(err error) {
+	s.tb.Helper()
+	if s.ens != nil {
+		s.tb.Fatalf("hutchtest: %s: %v", s.m.Name(), err)
+	}
+	s.tb.Fatalf("hutchtest: %v", err)
+}
 
 // ExpireSession expires session id on the server, as its timeout would:
 // its ephemerals are deleted, their watches fire, and its client is told
@@ -21,7 +32,7 @@ import (
 func (s *Server) ExpireSession(id int64) {
 	s.tb.Helper()
 	if err := s.srv().ExpireSession(id); err != nil {
-		s.tb.Fatalf("hutchtest: %s: %v", s.name, err)
+		s.fatal(err)
 	}
 }
 
@@ -31,7 +42,7 @@ func (s *Server) ExpireSession(id int64) {
 func (s *Server) DropConnection(id int64) {
 	s.tb.Helper()
 	if err := s.srv().DropConnection(id); err != nil {
-		s.tb.Fatalf("hutchtest: %s: %v", s.name, err)
+		s.fatal(err)
 	}
 }
 
@@ -51,10 +62,12 @@ func (s *Server) DropAll() int {
 func (s *Server) Pause() {
 	s.tb.Helper()
 	if s.ens != nil {
-		s.ens.Pause(s.index)
+		s.ens.Pause(s.Number())
 		return
 	}
-	s.srv().Pause()
+	if err := s.m.Pause(); err != nil {
+		s.fatal(err)
+	}
 }
 
 // Resume undoes Pause: what the clients sent meanwhile is answered, and,
@@ -63,34 +76,57 @@ func (s *Server) Pause() {
 func (s *Server) Resume() {
 	s.tb.Helper()
 	if s.ens != nil {
-		s.ens.Resume(s.index)
+		s.ens.Resume(s.Number())
 		return
 	}
-	s.srv().Resume()
+	if err := s.m.Resume(); err != nil {
+		s.fatal(err)
+	}
 }
 
 // Advance moves the fake clock (FakeClock) forward by d, at once and
 // deterministically: every session not touched within d of fake time
 // expires (so a connected client's pings, which run on real time, do not
-// save it), TTL nodes past their TTL and empty containers are deleted.
-// It returns once those closes and deletes applied. No real time passes
-// and nothing sleeps, so advancing a day costs what a second does.
+// save it, unless the option KeepConnectedSessions says they do), TTL
+// nodes past their TTL and empty containers are deleted. It returns once
+// those closes and deletes applied. No real time passes and nothing
+// sleeps, so advancing a day costs what a second does. In an ensemble
+// use Ensemble.Advance, which moves every member's clock.
 func (s *Server) Advance(d time.Duration) {
 	s.tb.Helper()
-	if s.clock == nil {
+	if s.m.Clock() == nil {
 		s.tb.Fatalf("hutchtest: Advance needs the FakeClock option")
 	}
-	if err := s.srv().AdvanceClock(d); err != nil {
-		s.tb.Fatalf("hutchtest: %s: advance %v: %v", s.name, d, err)
+	var alive []int64
+	if s.opts.keepConnected {
+		alive = s.m.Connected()
+	}
+	if err := s.m.Advance(d, alive); err != nil {
+		s.fatal(err)
 	}
 }
 
 // Now is the server's time: the fake clock's, or the real one's.
 func (s *Server) Now() time.Time {
-	if s.clock != nil {
-		return s.clock.Now()
+	if c := s.m.Clock(); c != nil {
+		return c.Now()
 	}
 	return time.Now()
+}
+
+// SetClientShape degrades the connection of session id's client to this
+// server, both ways, now and after it reconnects (see Shape); the zero
+// Shape restores it. In an ensemble use Ensemble.SetSessionShape, which
+// follows the client from member to member.
+func (s *Server) SetClientShape(id int64, shape Shape) {
+	s.tb.Helper()
+	if s.ens != nil {
+		s.ens.SetSessionShape(id, shape)
+		return
+	}
+	if err := s.m.SetSessionShape(id, faultnet.Shape(shape)); err != nil {
+		s.fatal(err)
+	}
 }
 
 // Session is one live session as a server sees it (monitor.Session: id,
@@ -200,28 +236,37 @@ func builtIn(path string) bool {
 // Events returns every event recorded since the server started, in
 // order: each transaction applied, each watch notification delivered,
 // each session attached or closed (see package trace).
-func (s *Server) Events() []trace.Event { return s.rec.Events() }
+func (s *Server) Events() []trace.Event { return s.m.Recorder().Events() }
 
 // Subscribe streams the events f keeps from now on; the subscription is
 // closed when the test ends. A subscriber that does not keep up loses
 // events (Subscription.Dropped counts them); the server never waits.
 func (s *Server) Subscribe(f trace.Filter) *trace.Subscription {
-	sub := s.broker.Subscribe(f, 0)
+	sub := s.m.Broker().Subscribe(f, 0)
 	s.tb.Cleanup(sub.Close)
 	return sub
 }
 
 // Mark is the number of events recorded so far: WaitForAfter(mark, ...)
 // looks only at the events that come after it.
-func (s *Server) Mark() int { return s.rec.Len() }
+func (s *Server) Mark() int { return s.m.Recorder().Len() }
 
 // WaitFor returns the first event since the server started that match
-// keeps, waiting for it if it has not happened yet; it fails the test,
-// listing the last events, if none comes within the wait timeout
-// (WaitTimeout). what describes the awaited event in that message.
+// keeps, looking at past events first, and waits for one if none has
+// happened yet; it fails the test, listing the last events, if none comes
+// within the wait timeout (WaitTimeout). what describes the awaited event
+// in that message. Because it looks back, an event from before the call
+// satisfies it: to wait for one still to come, use WaitForNext (or
+// WaitForAfter with a Mark taken before the action).
 func (s *Server) WaitFor(what string, match func(trace.Event) bool) trace.Event {
 	s.tb.Helper()
 	return s.WaitForAfter(0, what, match)
+}
+
+// WaitForNext is WaitFor looking only at events from now on.
+func (s *Server) WaitForNext(what string, match func(trace.Event) bool) trace.Event {
+	s.tb.Helper()
+	return s.WaitForAfter(s.Mark(), what, match)
 }
 
 // WaitForAfter is WaitFor looking only at the events after mark (Mark).
@@ -229,25 +274,39 @@ func (s *Server) WaitForAfter(mark int, what string, match func(trace.Event) boo
 	s.tb.Helper()
 	ctx, cancel := s.ctx()
 	defer cancel()
-	e, err := s.rec.Wait(ctx, mark, match)
+	e, err := s.m.Recorder().Wait(ctx, mark, match)
 	if err != nil {
-		events := s.rec.Events()
-		var b strings.Builder
-		for _, e := range events[max(0, len(events)-20):] {
-			b.WriteString("\n  " + e.String())
-		}
-		reason := "none came within " + s.opts.waitTimeout.String()
-		if errors.Is(err, trace.ErrClosed) {
-			reason = "the recorder is full or closed"
-		}
-		s.tb.Fatalf("hutchtest: %s: waiting for %s: %s; last events:%s", s.name, what, reason, b.String())
+		s.tb.Fatalf("hutchtest: %s%s", s.namePrefix(), waitFailure(what, err, s.opts.waitTimeout, s.Events()))
 	}
 	return e
 }
 
+// namePrefix names the member in an ensemble's messages.
+func (s *Server) namePrefix() string {
+	if s.ens != nil {
+		return s.m.Name() + ": "
+	}
+	return ""
+}
+
+// waitFailure says why a wait for what failed, with the last events.
+func waitFailure(what string, err error, wait time.Duration, events []trace.Event) string {
+	var b strings.Builder
+	for _, e := range events[max(0, len(events)-20):] {
+		b.WriteString("\n  " + e.String())
+	}
+	reason := "none came within " + wait.String()
+	if errors.Is(err, trace.ErrClosed) {
+		reason = "the recorder is full or closed"
+	}
+	return "waiting for " + what + ": " + reason + "; last events:" + b.String()
+}
+
 // Applied matches a transaction of op ("create", "delete", "setData",
 // "closeSession", ...; "" for any) that touched path ("" for any), on its
-// own or in a multi.
+// own or in a multi, whether it succeeded or failed: a create refused
+// with NODEEXISTS or NONODE is applied too, as ZooKeeper logs an error
+// transaction. Succeeded matches only those that succeeded.
 func Applied(op, path string) func(trace.Event) bool {
 	return func(e trace.Event) bool {
 		if e.Kind != trace.TxnApplied {
@@ -263,6 +322,19 @@ func Applied(op, path string) func(trace.Event) bool {
 		}
 		return (op == "" || e.Op == op) && (path == "" || e.Path == path)
 	}
+}
+
+// Succeeded is Applied for the transactions that succeeded only.
+func Succeeded(op, path string) func(trace.Event) bool {
+	applied := Applied(op, path)
+	return func(e trace.Event) bool { return e.Err == "" && applied(e) }
+}
+
+// By keeps what match keeps from session id only: a transaction its
+// client asked for, a notification delivered to it, its re-attach or
+// close.
+func By(id int64, match func(trace.Event) bool) func(trace.Event) bool {
+	return func(e trace.Event) bool { return e.Session == id && match(e) }
 }
 
 // Delivered matches a watch notification of type typ ("NodeCreated",

@@ -21,6 +21,7 @@ type options struct {
 	logger         *slog.Logger
 	logLevel       slog.Level
 	fakeClock      bool
+	keepConnected  bool
 	fakeStart      time.Time
 	tcp            bool
 	containerCheck time.Duration
@@ -87,6 +88,15 @@ func LogLevel(l slog.Level) Option { return func(o *options) { o.logLevel = l } 
 // at the real time of Start.
 func FakeClock() Option { return func(o *options) { o.fakeClock = true } }
 
+// KeepConnectedSessions is FakeClock in which a connected client's pings
+// count: Advance treats every session whose client is connected as
+// having pinged all along, so only sessions with no client connected
+// expire. A test can then age a TTL node by an hour, or let a container
+// check run, without stretching its sessions' timeouts.
+func KeepConnectedSessions() Option {
+	return func(o *options) { o.fakeClock, o.keepConnected = true, true }
+}
+
 // FakeClockAt is FakeClock starting at t (the time of the nodes' ctime and
 // mtime until Advance moves it).
 func FakeClockAt(t time.Time) Option {
@@ -114,3 +124,24 @@ func WaitTimeout(d time.Duration) Option { return func(o *options) { o.waitTimeo
 // ElectionTimeout sets an ensemble's Raft election timeout (1 s by
 // default): a dead leader is replaced within about two of them.
 func ElectionTimeout(d time.Duration) Option { return func(o *options) { o.election = d } }
+
+// Shape is how a link degrades the bytes it carries, as a slow, narrow or
+// lossy network does (toxiproxy's latency, bandwidth and loss toxics,
+// with no proxy to run); the zero Shape leaves them alone. Set one on a
+// member's links (Ensemble.SetMemberShape), on one direction between two
+// members (SetLinkShape), or on one client's connection
+// (Server.SetClientShape, Ensemble.SetSessionShape); Heal restores them.
+type Shape struct {
+	// Delay holds every byte back this long, one way.
+	Delay time.Duration
+	// Jitter varies each segment's delay uniformly within ±Jitter (never
+	// below zero); bytes still arrive in order, as on TCP.
+	Jitter time.Duration
+	// Rate limits the link to this many bytes a second; 0 is no limit.
+	Rate int64
+	// Loss is the fraction of segments lost, 0 to 1. TCP resends a lost
+	// segment, so a loss costs the reader a retransmission timeout
+	// (200 ms, doubled each time the same segment is lost again) and
+	// holds back what was sent after it.
+	Loss float64
+}

@@ -3,23 +3,19 @@ package hutchtest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/hutchzk/hutch/clock"
+	"github.com/hutchzk/hutch/internal/testcluster"
 	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/server"
-	"github.com/hutchzk/hutch/trace"
 )
 
 // Server is a hutch server running for one test. Start makes one; the
@@ -29,26 +25,11 @@ import (
 type Server struct {
 	tb   testing.TB
 	opts options
-	name string // in logs and failure messages: "hutch", "hutch-2"
-	// memAddr is the address the dialer answers to for this server when
-	// it has no TCP port: 127.0.0.<member>:0, which no real dial reaches.
-	memAddr *net.TCPAddr
-	clock   *clock.Fake // nil on the real clock
-	broker  *trace.Broker
-	rec     *trace.Recorder
-	log     *testLog
+	m    *testcluster.Member
 
-	// cfg is the server's configuration; start pins its addresses after
-	// the first start, so a restart comes back on the same ones.
-	cfg server.Config
-
-	// mu serialises Restart, Kill and the start that follows.
-	mu  sync.Mutex
-	cur atomic.Pointer[server.Server] // nil while stopped
-
-	// ens and index place a member of an ensemble, for Pause.
-	ens   *Ensemble
-	index int
+	// ens places a member of an ensemble (numbered from 1), for the
+	// controls that act on the ensemble.
+	ens *Ensemble
 }
 
 // Start runs a hutch server for the test and stops it when the test ends.
@@ -57,126 +38,83 @@ type Server struct {
 // port: clients reach it through Dialer (or Connect).
 func Start(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
-	o := defaultOptions()
-	for _, opt := range opts {
-		opt(&o)
-	}
-	s := newServer(tb, o, "hutch", 1)
+	o := buildOptions(opts)
+	cfg := memberConfig(tb, o, "hutch", 1)
 	if o.dataDir != "" {
 		// A lone voter: it elects itself, and no peer can disturb it.
-		s.cfg.Raft = &raftstore.Config{NodeID: 1, RaftAddr: "127.0.0.1:0", DataDir: o.dataDir,
-			ElectionTimeout: 100 * time.Millisecond, Logger: s.cfg.Logger}
+		cfg.Server.Raft = &raftstore.Config{NodeID: 1, RaftAddr: "127.0.0.1:0", DataDir: o.dataDir,
+			ElectionTimeout: 100 * time.Millisecond, Logger: cfg.Server.Logger}
 	}
-	if err := s.start(true); err != nil {
+	s := &Server{tb: tb, opts: o, m: testcluster.NewMember(cfg)}
+	tb.Cleanup(func() { s.logClose(s.m.Close()) })
+	if err := s.m.Start(max(o.waitTimeout, 30*time.Second)); err != nil {
 		tb.Fatalf("hutchtest: start: %v", err)
 	}
 	return s
 }
 
-// newServer prepares a server (member is its 1-based place in an
-// ensemble, 1 alone) and registers its cleanup.
-func newServer(tb testing.TB, o options, name string, member int) *Server {
-	s := &Server{tb: tb, opts: o, name: name, broker: new(trace.Broker),
-		memAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(member)), Port: 0}}
-	s.log = &testLog{tb: tb, prefix: name + ": "}
+func buildOptions(opts []Option) options {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// memberConfig is the configuration of member number (1 alone), logging
+// to the test's log, whose end it registers with the test's cleanup.
+func memberConfig(tb testing.TB, o options, name string, number int) testcluster.MemberConfig {
+	log := &testLog{tb: tb, prefix: name + ": "}
 	// Cleanups run last-registered first: the log stops after the server.
-	tb.Cleanup(s.log.stop)
+	tb.Cleanup(log.stop)
 	logger := o.logger
 	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(s.log, &slog.HandlerOptions{Level: o.logLevel}))
+		logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: o.logLevel}))
 	}
-	if o.fakeClock {
-		at := o.fakeStart
-		if at.IsZero() {
-			at = time.Now()
-		}
-		s.clock = clock.NewFake(at)
-	}
-	s.cfg = server.Config{
-		ListenAddr:             "127.0.0.1:0",
-		NoClientPort:           !o.tcp,
-		TickTime:               o.tick,
-		MinSessionTimeout:      o.minTimeout,
-		MaxSessionTimeout:      o.maxTimeout,
-		MaxClientConnsPerIP:    o.maxConns,
-		SuperDigest:            o.superDigest,
-		FourLetterWords:        o.words,
-		ContainerCheckInterval: o.containerCheck,
-		Logger:                 logger,
-		Trace:                  s.broker,
-	}
-	if s.clock != nil {
-		s.cfg.Clock = s.clock
-	}
-	s.rec = s.broker.Record(trace.Filter{}, 0)
-	tb.Cleanup(func() {
-		s.stop()
-		s.rec.Close()
-	})
-	return s
+	return testcluster.MemberConfig{Number: number, Name: name, FakeClock: o.fakeClock, FakeStart: o.fakeStart,
+		Server: server.Config{
+			ListenAddr:             "127.0.0.1:0",
+			NoClientPort:           !o.tcp,
+			TickTime:               o.tick,
+			MinSessionTimeout:      o.minTimeout,
+			MaxSessionTimeout:      o.maxTimeout,
+			MaxClientConnsPerIP:    o.maxConns,
+			SuperDigest:            o.superDigest,
+			FourLetterWords:        o.words,
+			ContainerCheckInterval: o.containerCheck,
+			Logger:                 logger,
+		}}
 }
 
-// start starts the server on s.cfg and, if ready, waits until it serves
-// (a member of an ensemble cannot: it needs the others).
-func (s *Server) start(ready bool) error {
-	srv := server.New(s.cfg)
-	if err := srv.Start(); err != nil {
-		return err
-	}
-	if ready {
-		wait := max(s.opts.waitTimeout, 30*time.Second)
-		select {
-		case <-srv.Ready():
-		case <-time.After(wait):
-			_ = srv.Close()
-			return fmt.Errorf("%s started but did not become ready (no leader) within %v", s.name, wait)
-		}
-	}
-	// Come back on the same addresses after a restart.
-	if !s.cfg.NoClientPort {
-		s.cfg.ListenAddr = srv.Addr().String()
-	}
-	if r := s.cfg.Raft; r != nil && len(r.Peers) == 0 {
-		if addr := srv.Replication().Raft["raft_addr"]; addr != "" {
-			r.RaftAddr = addr
-		}
-	}
-	s.cur.Store(srv)
-	return nil
-}
-
-// stop closes the server, as a crash would: sessions are not closed.
-func (s *Server) stop() {
-	if srv := s.cur.Swap(nil); srv != nil {
-		if err := srv.Close(); err != nil {
-			s.log.write(fmt.Sprintf("close: %v", err))
-		}
+// logClose reports an error closing the server in the test's log.
+func (s *Server) logClose(err error) {
+	if err != nil {
+		s.tb.Logf("hutchtest: %v", err)
 	}
 }
 
 // srv returns the running server, failing the test if it is stopped.
 func (s *Server) srv() *server.Server {
 	s.tb.Helper()
-	srv := s.cur.Load()
+	srv := s.m.Server()
 	if srv == nil {
-		s.tb.Fatalf("hutchtest: %s is not running", s.name)
+		s.tb.Fatalf("hutchtest: %s is not running", s.m.Name())
 	}
 	return srv
 }
 
 // Server is the running server.Server, for what this package does not
 // wrap; nil while stopped.
-func (s *Server) Server() *server.Server { return s.cur.Load() }
+func (s *Server) Server() *server.Server { return s.m.Server() }
+
+// Number is the server's number in its ensemble, from 1 (1 alone): the
+// N of its name in the logs (hutch-N) and of its address 127.0.0.N:0.
+func (s *Server) Number() int { return s.m.Number() }
 
 // Addr is the address clients connect to: the TCP port with the TCP
 // option, otherwise an in-memory address (127.0.0.1:0 alone,
 // 127.0.0.N:0 for member N of an ensemble) that only Dialer reaches.
-func (s *Server) Addr() string {
-	if !s.cfg.NoClientPort {
-		return s.cfg.ListenAddr
-	}
-	return s.memAddr.String()
-}
+func (s *Server) Addr() string { return s.m.Addr() }
 
 // ConnectString is the connection string of a ZooKeeper client: Addr.
 func (s *Server) ConnectString() string { return s.Addr() }
@@ -187,43 +125,26 @@ func (s *Server) ConnectString() string { return s.Addr() }
 // stopped (Kill, Restart) dials are refused, as by a closed port; while
 // it is paused they connect and hang, as to a stopped process.
 func (s *Server) Dialer() func(network, address string, timeout time.Duration) (net.Conn, error) {
-	return func(_, address string, _ time.Duration) (net.Conn, error) { return s.dial(address) }
+	return func(_, _ string, _ time.Duration) (net.Conn, error) { return s.m.Dial() }
 }
-
-// dial opens one in-memory connection to the server.
-func (s *Server) dial(address string) (net.Conn, error) {
-	srv := s.cur.Load()
-	if srv == nil {
-		return nil, refused(address)
-	}
-	nc, err := srv.DialMemory()
-	if err != nil {
-		return nil, refused(address)
-	}
-	return nc, nil
-}
-
-// refused is the error of a dial to a closed port.
-func refused(address string) error {
-	return &net.OpError{Op: "dial", Net: "tcp", Addr: stringAddr(address), Err: syscall.ECONNREFUSED}
-}
-
-type stringAddr string
-
-func (a stringAddr) Network() string { return "tcp" }
-func (a stringAddr) String() string  { return string(a) }
 
 // Connect opens a go-zookeeper session to the server through Dialer and
 // returns once the session is established; it is closed when the test
 // ends. opts are go-zookeeper's connection options (zk.WithLogger, ...),
 // applied after this package's: its dialer, and a logger that discards.
-// The events it returns are those after the session was established.
+// The events channel holds only what comes after the session was
+// established: the connection's own Connecting, Connected and
+// HasSession events have been read.
 func (s *Server) Connect(timeout time.Duration, opts ...func(*zk.Conn)) (*zk.Conn, <-chan zk.Event) {
 	s.tb.Helper()
 	return connect(s.tb, []string{s.ConnectString()}, timeout, s.Dialer(), s.opts.waitTimeout, opts)
 }
 
-// connect is Connect to servers through dial.
+// connect is Connect to servers through dial. It reads the events up to
+// and including the one that reports the session, not just until the
+// state says so: go-zookeeper sets the state before it queues the event,
+// so a test would otherwise find the connection's own HasSession event
+// waiting in the channel and take it for a later one.
 func connect(tb testing.TB, servers []string, timeout time.Duration, dial zk.Dialer, wait time.Duration, extra []func(*zk.Conn)) (*zk.Conn, <-chan zk.Event) {
 	tb.Helper()
 	c, events, err := zk.Connect(servers, timeout, zkOptions(zk.WithDialer(dial), append([]func(*zk.Conn){zk.WithLogger(discard{})}, extra...))...)
@@ -233,14 +154,16 @@ func connect(tb testing.TB, servers []string, timeout time.Duration, dial zk.Dia
 	tb.Cleanup(c.Close)
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	for c.State() != zk.StateHasSession {
+	for {
 		select {
-		case <-events:
+		case ev := <-events:
+			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
+				return c, events
+			}
 		case <-deadline.C:
 			tb.Fatalf("hutchtest: no session after %v (state %v)", wait, c.State())
 		}
 	}
-	return c, events
 }
 
 // zkOptions makes go-zookeeper's option list, whose element type it does
@@ -263,7 +186,7 @@ func (discard) Printf(string, ...any) {}
 // closed the connection unanswered (a connection limit reached).
 func (s *Server) FourLetterWord(word string) string {
 	s.tb.Helper()
-	nc, err := s.dial(s.Addr())
+	nc, err := s.m.Dial()
 	if err != nil {
 		s.tb.Fatalf("hutchtest: %s: %v", word, err)
 	}
@@ -287,14 +210,16 @@ func (s *Server) FourLetterWord(word string) string {
 // clients reconnect and re-attach their sessions). Without it the server
 // starts empty; a client that had seen its old state is refused, as
 // ZooKeeper refuses a client that saw a newer zxid than the server has,
-// and new clients see the empty tree.
+// and new clients see the empty tree. A member of an ensemble restarts
+// from its log (Ensemble.Restart).
 func (s *Server) Restart() {
 	s.tb.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.stop()
-	if err := s.start(s.ens == nil); err != nil {
-		s.tb.Fatalf("hutchtest: restart %s: %v", s.name, err)
+	if s.ens != nil {
+		s.ens.Restart(s.Number())
+		return
+	}
+	if err := s.m.Restart(max(s.opts.waitTimeout, 30*time.Second)); err != nil {
+		s.tb.Fatalf("hutchtest: restart: %v", err)
 	}
 }
 

@@ -149,7 +149,7 @@ func TestBrowserLiveView(t *testing.T) {
 	e := hutchtest.StartEnsemble(t, 3)
 	li := e.Leader()
 	leader := e.Member(li)
-	follower := e.Member((li + 1) % 3)
+	follower := e.Member(li%3 + 1) // members are numbered from 1
 	view := httptest.NewServer(monitor.New(leader.Server(), monitor.Config{}).UIHandler("127.0.0.1:0"))
 	t.Cleanup(view.Close)
 

@@ -1,8 +1,11 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"strings"
@@ -178,5 +181,62 @@ func TestControlErrors(t *testing.T) {
 	}
 	if err := s.CreateNode("/eph", nil, nil, wire.ModeEphemeral, 0); err == nil {
 		t.Fatal("a server-owned ephemeral was created")
+	}
+}
+
+// TestControlHTTPAnswersJSON: every answer of the HTTP controls is a JSON
+// object, an unknown path's (404) and a wrong method's (405) too; a
+// session without ephemerals lists [] rather than null; an error says
+// what failed once, without a package prefix in the middle.
+func TestControlHTTPAnswersJSON(t *testing.T) {
+	s := startServer(t, Config{})
+	c, _, err := zk.Connect([]string{"127.0.0.1:2181"}, 10*time.Second, zk.WithLogger(discardLogger{}),
+		zk.WithDialer(func(string, string, time.Duration) (net.Conn, error) { return s.DialMemory() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitFor(t, 10*time.Second, "a session", func() bool { return c.State() == zk.StateHasSession })
+	h := s.ControlHandler()
+	ask := func(method, target string) (int, map[string]any, http.Header) {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(method, target, nil))
+		var body map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Header().Get("Content-Type") != "application/json" {
+			t.Fatalf("%s %s: %d %q is not JSON (%v)", method, target, rec.Code, rec.Body.String(), err)
+		}
+		return rec.Code, body, rec.Header()
+	}
+	for _, tc := range []struct {
+		method, target string
+		status         int
+		err            string
+	}{
+		{"POST", "/nothing", http.StatusNotFound, "no control /nothing (GET / lists them)"},
+		{"GET", "/expire?session=1", http.StatusMethodNotAllowed, "/expire takes POST, not GET"},
+		{"POST", "/sessions", http.StatusMethodNotAllowed, "/sessions takes GET, not POST"},
+		{"POST", "/expire?session=0x2a", http.StatusNotFound, "expire session 0x2a: no such session"},
+		{"POST", "/expire?session=x", http.StatusBadRequest, `session must be a session id, decimal or 0x hexadecimal (got "x")`},
+		{"POST", "/advance?by=1s", http.StatusConflict, ErrRealClock.Error()},
+	} {
+		status, body, header := ask(tc.method, tc.target)
+		if status != tc.status || body["error"] != tc.err {
+			t.Errorf("%s %s: %d %v, want %d %q", tc.method, tc.target, status, body, tc.status, tc.err)
+		}
+		if status == http.StatusMethodNotAllowed && header.Get("Allow") == "" {
+			t.Errorf("%s %s: 405 without Allow", tc.method, tc.target)
+		}
+	}
+	_, body, _ := ask("GET", "/sessions")
+	sessions, _ := body["sessions"].([]any)
+	if len(sessions) != 1 {
+		t.Fatalf("sessions: %v", body)
+	}
+	if eph, ok := sessions[0].(map[string]any)["ephemerals"].([]any); !ok || len(eph) != 0 {
+		t.Fatalf("a session without ephemerals lists %v", sessions[0])
+	}
+	if _, body, _ := ask("GET", "/"); len(body["controls"].([]any)) != 6 {
+		t.Fatalf("index: %v", body)
 	}
 }

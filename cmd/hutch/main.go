@@ -42,6 +42,9 @@ func run(args []string) error {
 	if len(args) > 0 && (args[0] == "import" || args[0] == "export") {
 		return runMigration(args[0], args[1:]) // moving data in from ZooKeeper and back out
 	}
+	if len(args) > 0 && args[0] == "test-ensemble" {
+		return testEnsemble(args[1:], os.Stdout) // an in-process ensemble with its controls, for tests
+	}
 	fs, f := newFlags()
 	if err := fs.Parse(args); err != nil {
 		if err == pflag.ErrHelp {
@@ -58,7 +61,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	controls, err := prepareTestControls(f.testControls, &cfg)
+	mode, err := parseClock(f.clock)
+	if err != nil {
+		return err
+	}
+	controls, err := prepareTestControls(f.testControls, mode, &cfg)
 	if err != nil {
 		return err
 	}
@@ -74,7 +81,11 @@ func run(args []string) error {
 		return err
 	}
 	if controls != nil {
-		controls.serve(srv)
+		h := srv.ControlHandler()
+		if mode.keepConnected {
+			h = keepConnectedByDefault(h)
+		}
+		controls.serve(h)
 		defer controls.close()
 	}
 	announce(os.Stdout, srv, controls)
@@ -120,6 +131,7 @@ type flags struct {
 	trustStore     string
 	clientAuth     string
 	testControls   string
+	clock          string
 }
 
 func newFlags() (*pflag.FlagSet, *flags) {
@@ -153,6 +165,7 @@ func newFlags() (*pflag.FlagSet, *flags) {
 	fs.StringSliceVar(&f.fourLetter, "four-letter-words", nil, "four-letter words answered, or * for all; srvr always answers (zoo.cfg: 4lw.commands.whitelist; default: all on a loopback-only client port, else ruok,srvr,isro; with a zoo.cfg, srvr only, as in ZooKeeper)")
 	fs.StringVar(&f.jaasFile, "jaas-file", "", `JAAS file whose Server section lists the SASL DIGEST-MD5 users (user_<name>="<password>"), as java.security.auth.login.config (zoo.cfg: hutch.jaasFile)`)
 	fs.StringVar(&f.testControls, "test-controls", "", testControlsHelp)
+	fs.StringVar(&f.clock, "clock", "real", clockHelp)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
@@ -165,6 +178,7 @@ const usageText = `Usage: hutch [flags] [zoo.cfg]
        hutch bench [flags] [workload...]                 (workloads side by side; hutch bench -h)
        hutch import --zookeeper-data-dir DIR --data-dir OUT  (ZooKeeper's data into hutch; hutch import -h)
        hutch export --data-dir DIR --zookeeper-data-dir OUT  (hutch's data back to ZooKeeper; hutch export -h)
+       hutch test-ensemble [--nodes 3] [flags]           (an in-process ensemble with failover controls, for tests; hutch test-ensemble -h)
 
 hutch serves ZooKeeper's client protocol. With no flags it serves one
 in-memory node on 127.0.0.1:2181. Once serving it writes the client

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestTestControlsLoopbackOnly(t *testing.T) {
 // client address bound, the second the controls' URL, which answers.
 func TestAnnounceAndControls(t *testing.T) {
 	cfg := server.Config{ListenAddr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)}
-	controls, err := prepareTestControls("127.0.0.1:0", &cfg)
+	controls, err := prepareTestControls("127.0.0.1:0", clockMode{fake: true}, &cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestAnnounceAndControls(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	controls.serve(srv)
+	controls.serve(srv.ControlHandler())
 	defer controls.close()
 	var out bytes.Buffer
 	announce(&out, srv, controls)
@@ -62,5 +63,55 @@ func TestAnnounceAndControls(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("expire of an unknown session: %d", resp.StatusCode)
+	}
+}
+
+// TestTestControlsClock: the controls leave the clock real unless --clock
+// says fake (/advance is then refused, 409, in JSON); --clock fake
+// without the controls is refused, nothing else being able to move it;
+// fake-keep-connected makes /advance keep connected sessions by default.
+func TestTestControlsClock(t *testing.T) {
+	if err := run([]string{"--listen", "127.0.0.1:0", "--clock", "fake"}); err == nil || !strings.Contains(err.Error(), "needs --test-controls") {
+		t.Errorf("--clock fake alone: %v", err)
+	}
+	if err := run([]string{"--listen", "127.0.0.1:0", "--clock", "slow"}); err == nil || !strings.Contains(err.Error(), "--clock") {
+		t.Errorf("--clock slow: %v", err)
+	}
+	cfg := server.Config{ListenAddr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)}
+	controls, err := prepareTestControls("127.0.0.1:0", clockMode{}, &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Clock != nil {
+		t.Fatalf("the controls put the server on %T", cfg.Clock)
+	}
+	srv := server.New(cfg)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	controls.serve(srv.ControlHandler())
+	defer controls.close()
+	resp, err := http.Post(controls.url()+"/advance?by=1h", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(string(body), `"error":"the clock is real`) {
+		t.Fatalf("advance on the real clock: %d %s", resp.StatusCode, body)
+	}
+
+	var seen string
+	h := keepConnectedByDefault(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { seen = r.URL.RawQuery }))
+	for target, want := range map[string]string{
+		"/advance?by=1h":                      "by=1h&keep_connected=true",
+		"/advance?by=1h&keep_connected=false": "by=1h&keep_connected=false",
+		"/sessions":                           "",
+	} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", target, nil))
+		if seen != want {
+			t.Errorf("%s reached the controls as %q, want %q", target, seen, want)
+		}
 	}
 }

@@ -158,3 +158,11 @@ func (n *Network) shape(from, to string) Shape {
 	defer n.mu.Unlock()
 	return n.shapes[link{from, to}]
 }
+
+// HealShapes restores every link SetShape degraded, leaving cuts and
+// drops as they are.
+func (n *Network) HealShapes() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	clear(n.shapes)
+}

@@ -348,9 +348,20 @@ func (c *shapedConn) Read(b []byte) (int, error) {
 	l.mu.Lock()
 	if l.idle(l.shape()) {
 		l.mu.Unlock()
-		return c.Conn.Read(b)
-	}
-	if !l.pumping && len(l.queue) == 0 {
+		n, err := c.Conn.Read(b)
+		sh := l.shape()
+		if n == 0 || sh.IsZero() {
+			return n, err
+		}
+		// Shaped while this read waited: the bytes arrived after the
+		// shape was set, so they take it.
+		l.mu.Lock()
+		l.schedule(b[:n], err, sh)
+		if err == nil {
+			l.pumping = true
+			go c.pumpIn()
+		}
+	} else if !l.pumping && len(l.queue) == 0 {
 		l.pumping = true
 		go c.pumpIn()
 	}

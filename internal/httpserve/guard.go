@@ -1,6 +1,7 @@
 package httpserve
 
 import (
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/url"
@@ -20,11 +21,14 @@ import (
 //     is refused.
 //
 // Programs (curl, Go's, Python's and Java's HTTP clients) send no Origin
-// and pass. A refusal is 403 with a line saying why.
+// and pass. A refusal is 403 with {"error": "..."} saying why: JSON, as
+// every answer of the controls.
 func LocalOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if why := foreign(r); why != "" {
-			http.Error(w, why, http.StatusForbidden)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": why})
 			return
 		}
 		h.ServeHTTP(w, r)
