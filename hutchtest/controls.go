@@ -346,6 +346,14 @@ func Delivered(typ, path string) func(trace.Event) bool {
 	}
 }
 
+// Attached matches the re-attach of session id (0 for any session) to a
+// new connection: its client reconnected.
+func Attached(id int64) func(trace.Event) bool {
+	return func(e trace.Event) bool {
+		return e.Kind == trace.SessionAttached && (id == 0 || e.Session == id)
+	}
+}
+
 // Closed matches the close of session id (0 for any session), whether it
 // expired or its client closed it.
 func Closed(id int64) func(trace.Event) bool {

@@ -15,9 +15,7 @@
 //		}
 //		locked := make(chan error, 1)
 //		go func() { locked <- zk.NewLock(b, "/lock", zk.WorldACL(zk.PermAll)).Lock() }()
-//		srv.WaitFor("b to queue", func(e trace.Event) bool {
-//			return e.Op == "create" && e.Session == b.SessionID()
-//		})
+//		srv.WaitFor("b to queue", hutchtest.By(b.SessionID(), hutchtest.Succeeded("create", "")))
 //		srv.ExpireSession(a.SessionID()) // the holder's session expires on the server
 //		if err := <-locked; err != nil {
 //			t.Fatal(err)
@@ -53,8 +51,9 @@
 // MaxConnections, FourLetterWords, ContainerCheckInterval: ZooKeeper's
 // settings of the same meaning. The server logs warnings to the test's
 // log (t.Log; LogLevel changes the level, Logger sends them elsewhere).
-// FakeClock runs the server on a clock only the test moves. TCP adds a
-// client port. WaitTimeout bounds the waits.
+// FakeClock runs the server on a clock only the test moves
+// (KeepConnectedSessions: one on which connected clients' pings count).
+// TCP adds a client port. WaitTimeout bounds the waits.
 //
 // # Controls
 //
@@ -77,13 +76,17 @@
 //     touched within d of fake time expires, TTL nodes past their TTL and
 //     emptied containers are deleted, and Advance returns when that has
 //     applied. A connected client's pings run on real time and do not
-//     count in fake time. Nothing sleeps; a day costs what a second does.
+//     count in fake time, unless KeepConnectedSessions says they do.
+//     Nothing sleeps; a day costs what a second does.
 //     The server is told the time moved on purpose, so it does not take
 //     the jump for a stall of its own and give the sessions the time
 //     back (as it does after Pause).
 //   - Restart stops the server as a crash would and starts it again on
 //     the same addresses. With DataDir the tree and the sessions come
 //     back and clients re-attach; without it the server starts empty.
+//   - SetClientShape(id, Shape{Delay, Jitter, Rate, Loss}) slows,
+//     narrows or makes lossy one client's connection, both ways, and
+//     follows it when it reconnects; the zero Shape restores it.
 //   - Snapshot captures the tree (data, ACLs, container and TTL modes)
 //     as a fixture readable as JSON (WriteFile, ReadSnapshot); Load
 //     creates it in a server, through the log like any write.
@@ -102,28 +105,45 @@
 // notification it delivers, in order, with zxid, session and path, and
 // each session attached or closed (package trace). Events lists them all
 // since the start; Subscribe streams them, filtered by kind, path prefix
-// or session; WaitFor and WaitForAfter wait, with a deadline, for the
-// first event a condition keeps, past or future, so a test waits on what
-// the server did rather than sleeping. Applied, Delivered, Closed and
-// Expired are ready-made conditions:
+// or session. A test waits on what the server did rather than sleeping,
+// with a deadline: WaitFor for the first event a condition keeps, past
+// or future (so one from before the call satisfies it), WaitForAfter for
+// one after a Mark taken before the action, WaitForNext for one from the
+// call on. Applied (every transaction, failed ones too), Succeeded (those
+// that succeeded), Delivered, Attached, Closed and Expired are ready-made
+// conditions, and By keeps one session's:
 //
 //	srv.WaitFor("the watch on /cfg to fire", hutchtest.Delivered("NodeDataChanged", "/cfg"))
+//	srv.WaitFor("b's create", hutchtest.By(b.SessionID(), hutchtest.Succeeded("create", "")))
 //
 // # Ensembles
 //
 // StartEnsemble(t, 3) runs three members in the process on hutch's real
 // Raft code (hashicorp/raft with a raft-boltdb log per member in a
-// temporary directory, peers on loopback). Leader returns the leading
-// member, waiting for an election; Kill and Restart crash and bring back
-// a member from its log; Pause silences one; Partition splits the
-// members into groups, silently, as a real partition (bytes wait unread,
-// new connections time out); CutOneWay stops one member reaching
-// another while the other still reaches it; Heal undoes partitions and
-// cuts. ConnectString, Dialer and Connect name every member, so
-// go-zookeeper moves between them as between real servers. ExpireSession
-// goes through the leader; Advance moves every member's fake clock;
-// Member(i) gives a member's views and trace.
+// temporary directory, peers on loopback). Members are numbered from 1,
+// as in their logs (hutch-2), addresses (127.0.0.2:0) and Raft node ids.
+// Leader returns the member a majority agrees leads (one that says it
+// leads and that a majority of the members it reaches name as leader),
+// waiting for an election: right after a Partition cuts the leader off,
+// it waits for the others to elect one of theirs. WaitLeader waits until
+// every member names the same leader (etcd's WaitMembersForLeader).
+// Kill and Restart crash and bring back a member from its log; Pause
+// silences one; Partition splits the members into groups, silently, as
+// a real partition (bytes wait unread, new connections time out);
+// CutOneWay stops one member reaching another while the other still
+// reaches it; SetMemberShape, SetLinkShape and SetSessionShape slow,
+// narrow or make lossy a member's links, one direction between two
+// members, or one client's connection; Heal undoes partitions, cuts and
+// shapes. ConnectString, Dialer and Connect name every member, so
+// go-zookeeper moves between them as between real servers; MemberOf
+// says which member a client is on. ExpireSession goes through the
+// leader; Advance moves every member's fake clock; WaitFor, Events and
+// Tree look at the whole ensemble, Member(n) at one member's views and
+// trace. The warnings the members log about faults the test caused are
+// logged at Info while the fault lasts.
 //
 // The Raft ports are picked free and bound at once; the rare one taken
-// by another process in between is retried with new ports.
+// by another process in between is retried with new ports. Tests in
+// other languages get the same ensemble and controls from the hutch
+// binary: hutch test-ensemble (docs/testing.md).
 package hutchtest

@@ -40,7 +40,7 @@ func docSnippets(tb testing.TB) map[string]string {
 // hutch binary, and the pytest file with kazoo against the binary.
 func TestTestingDocSnippets(t *testing.T) {
 	snippets := docSnippets(t)
-	for _, name := range []string{"lock_test.go", "HutchLockTest.java", "test_hutch.py"} {
+	for _, name := range []string{"lock_test.go", "HutchLockTest.java", "test_hutch.py", "HutchFailoverTest.java", "test_failover.py"} {
 		if snippets[name] == "" {
 			t.Fatalf("docs/testing.md has no %s snippet (found %d)", name, len(snippets))
 		}
@@ -65,18 +65,19 @@ func TestTestingDocSnippets(t *testing.T) {
 		write(t, dir, "lock_test.go", snippets["lock_test.go"])
 		out := runGroup(t, dir, 5*time.Minute, []string{"GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off"},
 			"go", "test", "-count=1", "-v", ".")
-		if n := strings.Count(out, "--- PASS"); n != 4 || strings.Contains(out, "FAIL") {
-			t.Fatalf("%d of 4 Go snippet tests passed:\n%s", n, out)
+		if n := strings.Count(out, "--- PASS"); n != 5 || strings.Contains(out, "FAIL") {
+			t.Fatalf("%d of 5 Go snippet tests passed:\n%s", n, out)
 		}
 	})
 
 	t.Run("junit-curator", func(t *testing.T) {
 		dir := t.TempDir()
-		src := write(t, dir, "HutchLockTest.java", snippets["HutchLockTest.java"])
-		cp := realzk.CompileCurator(t, src, "junit4.jar", "hamcrest-core.jar")
-		out := runGroup(t, dir, 3*time.Minute, nil, "java", "-cp", cp, "-Dhutch.bin="+bin,
-			"org.junit.runner.JUnitCore", "HutchLockTest")
-		if !strings.Contains(out, "OK (2 tests)") {
+		lock := write(t, dir, "HutchLockTest.java", snippets["HutchLockTest.java"])
+		failover := write(t, dir, "HutchFailoverTest.java", snippets["HutchFailoverTest.java"])
+		cp := realzk.CompileCuratorAll(t, []string{lock, failover}, "junit4.jar", "hamcrest-core.jar")
+		out := runGroup(t, dir, 4*time.Minute, nil, "java", "-cp", cp, "-Dhutch.bin="+bin,
+			"org.junit.runner.JUnitCore", "HutchLockTest", "HutchFailoverTest")
+		if !strings.Contains(out, "OK (4 tests)") {
 			t.Fatalf("JUnit:\n%s", out)
 		}
 	})
@@ -87,9 +88,10 @@ func TestTestingDocSnippets(t *testing.T) {
 		}
 		dir := t.TempDir()
 		write(t, dir, "test_hutch.py", snippets["test_hutch.py"])
+		write(t, dir, "test_failover.py", snippets["test_failover.py"])
 		out := runGroup(t, dir, 3*time.Minute, []string{"HUTCH=" + bin}, realzk.Python, "-m", "pytest", "-q",
-			"-p", "no:cacheprovider", "test_hutch.py")
-		if !strings.Contains(out, "3 passed") || strings.Contains(out, "failed") {
+			"-p", "no:cacheprovider", "test_hutch.py", "test_failover.py")
+		if !strings.Contains(out, "6 passed") || strings.Contains(out, "failed") {
 			t.Fatalf("pytest:\n%s", out)
 		}
 	})

@@ -28,6 +28,13 @@ const javacTimeout = 60 * time.Second
 // missing.
 func CompileCurator(tb testing.TB, src string, extra ...string) string {
 	tb.Helper()
+	return CompileCuratorAll(tb, []string{src}, extra...)
+}
+
+// CompileCuratorAll is CompileCurator for several sources at once: one
+// javac run.
+func CompileCuratorAll(tb testing.TB, srcs []string, extra ...string) string {
+	tb.Helper()
 	for _, tool := range []string{"java", "javac"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			Unavailable(tb, tool+" (Debian's default-jdk-headless)")
@@ -44,10 +51,10 @@ func CompileCurator(tb testing.TB, src string, extra ...string) string {
 	dir := tb.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), javacTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "javac", "-nowarn", "-encoding", "UTF-8",
-		"-cp", strings.Join(jars, ":"), "-d", dir, src).CombinedOutput()
+	args := append([]string{"-nowarn", "-encoding", "UTF-8", "-cp", strings.Join(jars, ":"), "-d", dir}, srcs...)
+	out, err := exec.CommandContext(ctx, "javac", args...).CombinedOutput()
 	if err != nil {
-		tb.Fatalf("javac %s: %v\n%s", src, err, out)
+		tb.Fatalf("javac %s: %v\n%s", strings.Join(srcs, " "), err, out)
 	}
 	return strings.Join(append([]string{dir}, jars...), ":")
 }
