@@ -201,7 +201,12 @@ func TestControlHTTPAnswersJSON(t *testing.T) {
 	ask := func(method, target string) (int, map[string]any, http.Header) {
 		t.Helper()
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(method, target, nil))
+		req := httptest.NewRequest(method, target, nil)
+		req.Host = "127.0.0.1:2181"
+		if strings.HasPrefix(target, "//") { // a foreign Host, refused
+			req.Host, req.URL.Path = strings.TrimPrefix(target, "//"), "/"
+		}
+		h.ServeHTTP(rec, req)
 		var body map[string]any
 		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Header().Get("Content-Type") != "application/json" {
 			t.Fatalf("%s %s: %d %q is not JSON (%v)", method, target, rec.Code, rec.Body.String(), err)
@@ -219,6 +224,7 @@ func TestControlHTTPAnswersJSON(t *testing.T) {
 		{"POST", "/expire?session=0x2a", http.StatusNotFound, "expire session 0x2a: no such session"},
 		{"POST", "/expire?session=x", http.StatusBadRequest, `session must be a session id, decimal or 0x hexadecimal (got "x")`},
 		{"POST", "/advance?by=1s", http.StatusConflict, ErrRealClock.Error()},
+		{"GET", "//evil.example", http.StatusForbidden, "refused: the Host header must name a loopback address (this port serves programs on this machine, not web pages)"},
 	} {
 		status, body, header := ask(tc.method, tc.target)
 		if status != tc.status || body["error"] != tc.err {
