@@ -2,6 +2,8 @@ package monitor_test
 
 import (
 	"bufio"
+	"compress/gzip"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -38,6 +40,33 @@ func TestMetricsExposition(t *testing.T) {
 				t.Errorf("runtime and process families %v, want %v", runtime, runtimeWant)
 			}
 		})
+	}
+}
+
+// TestMetricsHandler: /metrics answers the text format's content type,
+// gzipped for a scraper that accepts it.
+func TestMetricsHandler(t *testing.T) {
+	h := prometheus.Handler(monitor.MetricsFixture(t, monitor.Leader))
+	for _, gz := range []bool{false, true} {
+		r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		if gz {
+			r.Header.Set("Accept-Encoding", "gzip")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		body := io.Reader(rec.Body)
+		if gz {
+			zr, err := gzip.NewReader(rec.Body)
+			if err != nil || rec.Header().Get("Content-Encoding") != "gzip" {
+				t.Fatalf("gzip asked: %q, %v", rec.Header().Get("Content-Encoding"), err)
+			}
+			body = zr
+		}
+		text, _ := io.ReadAll(body)
+		if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "text/plain; version=0.0.4; charset=utf-8; escaping=underscores" ||
+			!strings.Contains(string(text), "\nznode_count 7\n") || !strings.Contains(string(text), "\ngo_goroutines ") {
+			t.Errorf("gzip %v: %d %q\n%.300s", gz, rec.Code, rec.Header().Get("Content-Type"), text)
+		}
 	}
 }
 
