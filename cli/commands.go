@@ -33,25 +33,28 @@ func init() {
 		"delete":               {usage: "[-v version] path", run: runDelete},
 		"deleteall":            {usage: "path [-b batch size]", run: runDeleteAll},
 		"dump":                 {usage: dumpUsage, run: runDump},
+		"delquota":             {usage: "[-n|-b|-N|-B] path", run: runDelQuota},
 		"get":                  {usage: "[-s] [-w] path", run: runGet},
 		"getAcl":               {usage: "[-s] path", run: runGetACL},
 		"getAllChildrenNumber": {usage: "path", run: runAllChildrenNumber},
 		"getEphemerals":        {usage: "path", run: runEphemerals},
 		"history":              {usage: ""},
 		"load":                 {usage: loadUsage, run: runLoad},
+		"listquota":            {usage: "path", run: runListQuota},
 		"ls":                   {usage: "[-s] [-w] [-R] path", run: runLs},
 		"printwatches":         {usage: "on|off"},
 		"quit":                 {usage: ""},
 		"redo":                 {usage: "cmdno"},
 		"set":                  {usage: "[-s] [-v version] path data", run: runSet},
 		"setAcl":               {usage: "[-s] [-v version] [-R] path acl", run: runSetACL},
+		"setquota":             {usage: "-n|-b|-N|-B val path", run: runSetQuota},
 		"stat":                 {usage: "[-w] path", run: runStat},
 		"sync":                 {usage: "path", run: runSync},
 		"version":              {usage: "", run: runVersion},
 		"watch":                {usage: "[-R] [-n count] path # stream the events of a persistent (-R: recursive) watch until interrupted, stdin ends, or count events", run: runWatch},
 		"whoami":               {usage: "", run: runWhoAmI},
 	}
-	for _, name := range []string{"delquota", "listquota", "reconfig", "removewatches", "setquota"} {
+	for _, name := range []string{"reconfig", "removewatches"} {
 		name := name
 		commands[name] = command{hidden: true, run: func(*session, string, []string) error {
 			return fail(name + " is not supported by hutch cli")

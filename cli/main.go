@@ -121,14 +121,17 @@ Where hutch cli differs from zkCli.sh:
     rc=CONNECTIONLOSS" where zkCli prints rc=-4;
   - a command that fails without zkCli calling it an error exits 1 here:
     "Not connected", addauth refused by the server (hutch cli waits for the
-    server's answer), sync failing, deleteall failing part way;
+    server's answer), sync failing, deleteall failing part way, setquota,
+    listquota and delquota refusing or finding no quota;
+  - setquota, listquota and delquota print Java's message for limits or
+    stats that do not parse, where zkCli dies of the exception;
   - no start-up banner and no event for the first connection; the session
     is closed on exit (zkCli leaves it to expire);
   - watch [-R] [-n count] path adds a persistent (recursive with -R) watch
     and prints its events until interrupted, until stdin ends in a script
     (without -n), or after count events; then removes it;
-  - setquota, listquota, delquota, reconfig and removewatches are not
-    offered; a connect string with a chroot is refused.
+  - reconfig and removewatches are not offered; a connect string with a
+    chroot is refused.
 `
 
 // Run runs hutch cli as cfg says and returns its exit status.

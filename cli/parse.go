@@ -61,6 +61,21 @@ func (e *parseError) Error() string { return "org.apache.commons.cli." + e.class
 // ("-sw"), a value may be attached ("-v3", "-v=3") or follow, and a
 // negative number is a value, not an option.
 func parseOptions(spec string, words []string) (*cmdLine, error) {
+	return parseGroupOptions(spec, nil, words)
+}
+
+// optionGroup is a commons-cli OptionGroup: at most one of its options
+// may be given (AlreadySelectedException), and a required group needs
+// one (MissingOptionException, which names the group as desc).
+type optionGroup struct {
+	letters  string
+	required bool
+	desc     string // OptionGroup.toString: "[-n num soft quota, -b bytes soft quota]"
+}
+
+// parseGroupOptions is parseOptions for a command whose options form a
+// group.
+func parseGroupOptions(spec string, group *optionGroup, words []string) (*cmdLine, error) {
 	known := map[byte]bool{} // letter → takes a value
 	for i := 0; i < len(spec); i++ {
 		known[spec[i]] = i+1 < len(spec) && spec[i+1] == ':'
@@ -69,11 +84,19 @@ func parseOptions(spec string, words []string) (*cmdLine, error) {
 		}
 	}
 	cl := &cmdLine{values: map[byte]string{}}
-	var waiting byte // option still needing its value, or 0
+	var waiting byte  // option still needing its value, or 0
+	var selected byte // the group's option given, or 0
 	skip := false
 	addOption := func(opt byte) error {
 		if waiting != 0 {
 			return missingArgument(waiting)
+		}
+		if group != nil && strings.IndexByte(group.letters, opt) >= 0 {
+			if selected != 0 && selected != opt {
+				return &parseError{"AlreadySelectedException", "The option '" + string(opt) +
+					"' was specified but an option from this group has already been selected: '" + string(selected) + "'"}
+			}
+			selected = opt
 		}
 		if _, dup := cl.values[opt]; !dup {
 			cl.values[opt] = ""
@@ -129,6 +152,9 @@ func parseOptions(spec string, words []string) (*cmdLine, error) {
 	}
 	if waiting != 0 {
 		return nil, missingArgument(waiting)
+	}
+	if group != nil && group.required && selected == 0 {
+		return nil, &parseError{"MissingOptionException", "Missing required option: " + group.desc}
 	}
 	return cl, nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -77,6 +78,33 @@ func TestParseOptions(t *testing.T) {
 			if !cl.has(k) || cl.value(k) != v {
 				t.Errorf("parseOptions(%q, %q): -%c = %q (%v), want %q", c.spec, c.words, k, cl.value(k), cl.has(k), v)
 			}
+		}
+	}
+}
+
+// TestParseGroupOptions checks commons-cli's OptionGroup as setquota
+// (required) and delquota declare it, with the messages zkCli prints.
+func TestParseGroupOptions(t *testing.T) {
+	const already = "org.apache.commons.cli.AlreadySelectedException: The option '%c' was specified but an option from this group has already been selected: '%c'"
+	for _, c := range []struct {
+		spec     string
+		required bool
+		words    []string
+		err      string
+	}{
+		{"n:b:N:B:", true, []string{"setquota", "-n", "2", "/a"}, ""},
+		{"n:b:N:B:", true, []string{"setquota", "-n", "2", "-n", "3", "/a"}, ""},
+		{"n:b:N:B:", true, []string{"setquota", "-N", "5", "-B", "100", "/a"}, fmt.Sprintf(already, 'B', 'N')},
+		{"n:b:N:B:", true, []string{"setquota", "/a"}, "org.apache.commons.cli.MissingOptionException: Missing required option: [-n num soft quota, -b bytes soft quota, -N num hard quota, -B bytes hard quota]"},
+		// The group is checked as each option comes, the required group at the end.
+		{"n:b:N:B:", true, []string{"setquota", "-n", "1", "-b", "-x"}, fmt.Sprintf(already, 'b', 'n')},
+		{"n:b:N:B:", true, []string{"setquota", "-n"}, "org.apache.commons.cli.MissingArgumentException: Missing argument for option: n"},
+		{"nbNB", false, []string{"delquota", "/a"}, ""},
+		{"nbNB", false, []string{"delquota", "-bN", "/a"}, fmt.Sprintf(already, 'N', 'b')},
+	} {
+		_, err := parseGroupOptions(c.spec, quotaGroup(c.required), c.words)
+		if got := fmt.Sprint(err); (c.err == "" && err != nil) || (c.err != "" && got != c.err) {
+			t.Errorf("parseGroupOptions(%q, %q) = %v, want %q", c.spec, c.words, err, c.err)
 		}
 	}
 }

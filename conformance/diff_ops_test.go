@@ -10,8 +10,9 @@ import (
 // diffOp is one step of a differential run: a request issued by one of the
 // run's sessions, or a session action (auth, reconnect). Paths are relative
 // to the run's root: "" is the root itself, "#k" is the k-th most recently
-// created sequential node of the run (resolved on each target), anything
-// else is joined to the root. Fields an op does not use stay zero, so the
+// created sequential node of the run (resolved on each target), "@q..." is
+// below the run's quota node (diffQuotaRoot), anything else is joined to
+// the root. Fields an op does not use stay zero, so the
 // JSON and Go forms list only what matters.
 type diffOp struct {
 	Op      string   `json:"op"`

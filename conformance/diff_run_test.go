@@ -101,13 +101,17 @@ func (n *diffNorm) stat(s *wire.Stat) string {
 		s.Version, s.Cversion, s.Aversion, n.session(s.EphemeralOwner), s.DataLength, s.NumChildren)
 }
 
-// path strips the run's root from a server path.
+// path strips the run's root from a server path, and the run's quota
+// node (diffQuotaRoot) from a path below it.
 func (n *diffNorm) path(p string) string {
 	if p == n.root {
 		return "/"
 	}
 	if rest, ok := strings.CutPrefix(p, n.root+"/"); ok {
 		return "/" + rest
+	}
+	if rest, ok := strings.CutPrefix(p, diffQuotaNode+n.root); ok && (rest == "" || rest[0] == '/') {
+		return diffQuotaRoot + rest
 	}
 	return "!" + p
 }
@@ -253,6 +257,9 @@ func (r *diffRun) collectEvents(sortEvents bool) string {
 
 // resolve turns an op path into a server path.
 func (r *diffRun) resolve(p string) string {
+	if rest, ok := strings.CutPrefix(p, diffQuotaRoot); ok {
+		return diffQuotaNode + r.root + rest
+	}
 	if k, ok := strings.CutPrefix(p, "#"); ok {
 		i, _ := strconv.Atoi(k)
 		if i < len(r.seq) {

@@ -45,6 +45,9 @@ func (k sink) Applied(e *zkdb.Effects) {
 	var p *proposal
 	if e.Command.Origin == s.nodeID {
 		p = s.pending.take(e.Command.Seq)
+		for _, q := range e.Result.Quota {
+			s.quotaLog.passed(q)
+		}
 	}
 	if p != nil {
 		p.committed, p.err = true, e.Result.Err

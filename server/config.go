@@ -76,6 +76,11 @@ type Config struct {
 	// SASLAuthenticationProvider with a JAAS Server section): user name to
 	// password. A login adds the identity "sasl:<user>".
 	SASLUsers map[string]string
+	// EnforceQuota is zookeeper.enforceQuota: a create or setData that
+	// would take a subtree past a hard quota limit fails with
+	// QUOTAEXCEEDED, and passing any limit is logged as a warning. Every
+	// member of an ensemble must agree on it.
+	EnforceQuota bool
 	// MetricsAddr, when set, serves metrics at /metrics
 	// (metricsProvider.httpHost:httpPort) through MetricsProvider.
 	MetricsAddr string

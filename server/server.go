@@ -54,7 +54,9 @@ func New(cfg Config) *Server {
 	s.stats.init()
 	s.monitor = monitor.New(s, monitor.Config{FourLetterWords: cfg.FourLetterWords, ListenAddr: cfg.ListenAddr,
 		AdminToken: cfg.AdminToken, AdminAddr: cfg.AdminAddr, MaxMemberID: MaxServerID, Logger: cfg.Logger})
-	s.db = zkdb.New(zkdb.Config{TickTime: cfg.TickTime, Clock: cfg.Clock, Sink: sink{s}, SASL: len(cfg.SASLUsers) > 0, Logger: cfg.Logger})
+	s.quotaLog = quotaLogger{log: cfg.Logger, now: cfg.Clock.Now}
+	s.db = zkdb.New(zkdb.Config{TickTime: cfg.TickTime, Clock: cfg.Clock, Sink: sink{s}, SASL: len(cfg.SASLUsers) > 0,
+		EnforceQuota: cfg.EnforceQuota, Logger: cfg.Logger})
 	if cfg.Raft != nil {
 		s.nodeID = cfg.Raft.NodeID
 	}

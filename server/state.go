@@ -43,6 +43,9 @@ type Server struct {
 	// applied, published after it; guarded by the DB's lock (the sink
 	// runs under it).
 	traceWatches []trace.Event
+	// quotaLog logs the quota limits this node's clients' writes pass;
+	// guarded by the DB's lock (the sink runs under it).
+	quotaLog quotaLogger
 	// children keeps large nodes' sorted child names for Children.
 	children childCache
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/hutchzk/hutch/quota"
 	"github.com/hutchzk/hutch/wire"
 )
 
@@ -66,6 +67,9 @@ type Result struct {
 	// Events are the watch events in the order ZooKeeper fires them; a failed
 	// txn or failed multi has none.
 	Events []Event
+	// Quota lists the quota limits the txn passed, failed or not (only
+	// with EnforceQuota): ZooKeeper logs each as a warning.
+	Quota []quota.Exceeded
 }
 
 // MultiErr returns the error of the op that made a multi fail, or nil.
@@ -93,6 +97,11 @@ type ctx struct {
 	zxid, time, session int64
 	auth                []wire.ID
 	events              []Event
+	quota               []quota.Exceeded
+	// quotaBase, inside a multi (inMulti), holds each quota's usage as it
+	// was before the multi changed it: every op is checked against that.
+	inMulti   bool
+	quotaBase map[string]quota.Stats
 }
 
 // Apply applies one transaction. It records txn.Zxid as LastZxid (keeping the
@@ -134,9 +143,10 @@ func (t *Tree) Apply(txn *Txn) Result {
 		res.Resp, res.Err = t.applyOp(c, txn.Op, txn.Req)
 	}
 	if res.Err != nil {
-		return Result{Err: res.Err}
+		return Result{Err: res.Err, Quota: c.quota}
 	}
 	res.Events = c.events
+	res.Quota = c.quota
 	return res
 }
 
@@ -257,6 +267,9 @@ func (t *Tree) create(c *ctx, op wire.OpCode, path string, data []byte, acl []wi
 	if kindOf(parent.st.owner) == kindEphemeral {
 		return nil, ErrNoChildrenForEphemerals
 	}
+	if err := t.checkQuota(c, path, int64(len(data)), 1); err != nil {
+		return nil, err
+	}
 
 	// The owner comes from the txn type, as in DataTree.processTxn: a plain
 	// create with the container flag makes a persistent node, and
@@ -284,6 +297,7 @@ func (t *Tree) create(c *ctx, op wire.OpCode, path string, data []byte, acl []wi
 			ctime: c.time, mtime: c.time, owner: owner},
 	}
 	t.addNode(path, parent, name, n)
+	t.quotaCreated(c, path, parentPath, name, n.data)
 	c.events = append(c.events,
 		Event{wire.EventNodeCreated, path, n.acl},
 		Event{wire.EventNodeChildrenChanged, eventPath(parentPath), parent.acl})
@@ -335,12 +349,15 @@ func (t *Tree) deleteNode(c *ctx, path, parentPath string, parent *node, name st
 	parent.st.pzxid = c.zxid
 	t.rehash(parentPath, parent, false)
 	t.removeNode(path, parent, name, n)
+	if prefix := t.quotaPrefix(path); prefix != "" {
+		t.addQuotaUsage(c, prefix, -int64(len(n.data)), -1)
+	}
 	c.events = append(c.events,
 		Event{wire.EventNodeDeleted, path, n.acl},
 		Event{wire.EventNodeChildrenChanged, eventPath(parentPath), parent.acl})
 }
 
-// setData: path valid → node exists → WRITE → version.
+// setData: path valid → node exists → WRITE → quota → version.
 func (t *Tree) setData(c *ctx, path string, data []byte, version int32) (*wire.StatResponse, error) {
 	if !validPath(path) {
 		return nil, ErrBadArguments
@@ -352,16 +369,23 @@ func (t *Tree) setData(c *ctx, path string, data []byte, version int32) (*wire.S
 	if err := checkACL(n.acl, wire.PermWrite, c.auth); err != nil {
 		return nil, err
 	}
+	bytesDiff := int64(len(data) - len(n.data))
+	if err := t.checkQuota(c, path, bytesDiff, 0); err != nil {
+		return nil, err
+	}
 	if version != -1 && version != n.st.version {
 		return nil, ErrBadVersion
 	}
 	t.save(n)
-	t.dataSize += int64(len(data) - len(n.data))
+	t.dataSize += bytesDiff
 	n.data = cloneData(data)
 	n.st.version++
 	n.st.mtime = c.time
 	n.st.mzxid = c.zxid
 	t.rehash(path, n, true)
+	if prefix := t.quotaPrefix(path); prefix != "" {
+		t.addQuotaUsage(c, prefix, bytesDiff, 0)
+	}
 	c.events = append(c.events, Event{wire.EventNodeDataChanged, path, n.acl})
 	return &wire.StatResponse{Stat: n.stat()}, nil
 }

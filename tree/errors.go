@@ -34,6 +34,7 @@ var (
 	ErrSessionExpired          error = newError(wire.CodeSessionExpired, "session expired")
 	ErrInvalidACL              error = newError(wire.CodeInvalidACL, "invalid ACL")
 	ErrReconfigDisabled        error = newError(wire.CodeReconfigDisabled, "reconfig disabled")
+	ErrQuotaExceeded           error = newError(wire.CodeQuotaExceeded, "quota exceeded")
 	// ErrSessionExists refuses a createSession for an id already in use. No
 	// client sees it (the server mints another id), so it has no code of
 	// its own; ZooKeeper's session tracker likewise never replaces a

@@ -11,6 +11,15 @@ var fuzzPaths = []string{
 	"/", "/a", "/a/b", "/a/b/c", "/b", "/b/a", "/c", "/a/", "", "bad",
 	"/zookeeper", "/zookeeper/x", "/zookeeper/config", "/a/s-0000000000",
 	"/a/s-0000000001", "/0000000000", "/a/.", "/a\x00", "/\xff", "/a/b/",
+	"/zookeeper/quota/a", "/zookeeper/quota/a/zookeeper_limits", "/zookeeper/quota/a/zookeeper_stats",
+	"/zookeeper/quota/zookeeper_stats",
+}
+
+// fuzzQuotaData are values for quota nodes: limits, stats and garbage.
+var fuzzQuotaData = []string{
+	"count=2,bytes=-1=;byteHardLimit=-1;countHardLimit=-1",
+	"count=-1,bytes=-1=;byteHardLimit=3;countHardLimit=2",
+	"count=0,bytes=0", "count=5", "count", "",
 }
 
 var fuzzAuths = [][]wire.ID{nil, {aliceID}, {superID}, {localIP}, {bobID, localIP}}
@@ -44,8 +53,11 @@ func (s *fuzzSrc) path() string { return fuzzPaths[s.pick(len(fuzzPaths))] }
 
 func (s *fuzzSrc) subOp() (wire.OpCode, any) {
 	path, data := s.path(), []byte{byte(s.next())}
-	if s.pick(5) == 0 {
+	switch s.pick(5) {
+	case 0:
 		data = nil
+	case 1:
+		data = []byte(fuzzQuotaData[s.pick(len(fuzzQuotaData))])
 	}
 	version := int32(s.pick(4) - 1)
 	flags := int32(s.pick(9) - 1)
@@ -98,6 +110,9 @@ func runFuzz(tb testing.TB, data []byte) *Tree {
 	tb.Helper()
 	tr := New()
 	src := &fuzzSrc{b: data}
+	if src.pick(2) == 1 {
+		tr.EnforceQuota()
+	}
 	for zxid := int64(1); len(src.b) > 0 && zxid < 400; zxid++ {
 		txn := src.txn(zxid)
 		before := tr.Digest()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/crc32"
+	"maps"
 	"strings"
 	"testing"
 
@@ -182,6 +183,16 @@ func checkInvariants(tb testing.TB, tr *Tree) {
 	}
 	if tr.undo != nil {
 		tb.Fatalf("undo log left active")
+	}
+	quotas := map[string]int{}
+	for p := range tr.nodes {
+		parent, name, _ := splitParent(p)
+		if key, ok := quotaKey(parent, name); ok {
+			quotas[key]++
+		}
+	}
+	if !maps.Equal(quotas, tr.quotas) {
+		tb.Fatalf("quota index %v, the tree's limits nodes say %v", tr.quotas, quotas)
 	}
 	_ = count
 }

@@ -81,10 +81,18 @@ func (t *Tree) applyMulti(c *ctx, req *MultiRequest) Result {
 	var log []undoRec
 	t.undo = &log
 	defer func() { t.undo = nil }()
+	c.inMulti = true
 
 	results := make([]OpResult, len(ops))
 	for i, op := range ops {
 		resp, err := t.applyOp(c, op.Op, op.Req)
+		if err == ErrMarshallingError {
+			// Limits or stats that do not parse throw in ZooKeeper's
+			// prep, outside the per-op error handling: the whole multi
+			// becomes an error txn, answered with no results.
+			t.rollback(log)
+			return Result{Err: ErrMarshallingError, Quota: c.quota}
+		}
 		if err != nil {
 			t.rollback(log)
 			for j := range results {
@@ -97,7 +105,7 @@ func (t *Tree) applyMulti(c *ctx, req *MultiRequest) Result {
 					results[j] = OpResult{Op: wire.OpError, Err: ErrRuntimeInconsistency}
 				}
 			}
-			return Result{Multi: results}
+			return Result{Multi: results, Quota: c.quota}
 		}
 		// Typed nils would otherwise hide inside the interface.
 		switch r := resp.(type) {
@@ -109,5 +117,5 @@ func (t *Tree) applyMulti(c *ctx, req *MultiRequest) Result {
 			results[i] = OpResult{Op: op.Op}
 		}
 	}
-	return Result{Multi: results, Events: c.events}
+	return Result{Multi: results, Events: c.events, Quota: c.quota}
 }

@@ -128,6 +128,10 @@ type Tree struct {
 	ephemeralCount int
 	undo           *[]undoRec
 	sasl           bool // the sasl auth provider is registered: sasl ACL entries are valid
+	// quotas indexes the zookeeper_limits nodes by the path they put a
+	// quota on (see quota.go), counting the nodes behind each key.
+	quotas       map[string]int
+	enforceQuota bool // zookeeper.enforceQuota: hard limits refuse writes
 }
 
 // EnableSASL registers the sasl scheme, as ZooKeeper's
@@ -144,6 +148,7 @@ func newEmpty() *Tree {
 		containers: make(map[string]struct{}),
 		ttls:       make(map[string]struct{}),
 		sessions:   make(map[int64]session),
+		quotas:     make(map[string]int),
 	}
 }
 
@@ -265,6 +270,7 @@ func (t *Tree) link(path string, parent *node, name string, n *node) {
 	t.digest += n.dig
 	t.zkDigest += int64(n.zdig)
 	t.dataSize += int64(len(path) + len(n.data))
+	t.indexQuota(path, name, 1)
 }
 
 // removeNode unlinks a childless node.
@@ -293,6 +299,7 @@ func (t *Tree) unlink(path string, parent *node, name string, n *node) {
 	t.digest -= n.dig
 	t.zkDigest -= int64(n.zdig)
 	t.dataSize -= int64(len(path) + len(n.data))
+	t.indexQuota(path, name, -1)
 }
 
 // save records n's current fields before an in-place change, when a multi

@@ -60,6 +60,10 @@ type Config struct {
 	// SASL registers the sasl ACL scheme in the tree (tree.EnableSASL),
 	// restored snapshots included.
 	SASL bool
+	// EnforceQuota makes hard quota limits refuse the writes that would
+	// pass them (zookeeper.enforceQuota, tree.EnforceQuota), restored
+	// snapshots included. Every member must agree on it.
+	EnforceQuota bool
 	// Logger receives the DB's rare warnings (the transaction clock
 	// stepping back); slog.Default() when nil.
 	Logger *slog.Logger
@@ -68,11 +72,12 @@ type Config struct {
 // DB is one node's replica of the state, and the node's own watches and
 // session timers. Lock order: mu, then watchMu, then timersMu.
 type DB struct {
-	sasl  bool // Config.SASL: every tree it holds accepts the sasl scheme
-	log   *slog.Logger
-	clock clock.Clock
-	tick  time.Duration
-	sink  Sink
+	sasl         bool // Config.SASL: every tree it holds accepts the sasl scheme
+	enforceQuota bool // Config.EnforceQuota: every tree it holds enforces quotas
+	log          *slog.Logger
+	clock        clock.Clock
+	tick         time.Duration
+	sink         Sink
 	// notify is deliver bound once; firing is the event being delivered
 	// (set and read only by Apply, under mu).
 	notify func(watcher int64, ev wire.WatcherEvent)
@@ -145,19 +150,23 @@ func New(cfg Config) *DB {
 		cfg.Logger = slog.Default()
 	}
 	d := &DB{
-		sasl:    cfg.SASL,
-		log:     cfg.Logger,
-		clock:   cfg.Clock,
-		tick:    cfg.TickTime,
-		sink:    cfg.Sink,
-		tree:    tree.New(),
-		owners:  make(map[int64]*owner),
-		watches: watch.NewManager(),
-		timers:  session.NewTracker(cfg.TickTime),
-		closing: make(map[int64]bool),
+		sasl:         cfg.SASL,
+		enforceQuota: cfg.EnforceQuota,
+		log:          cfg.Logger,
+		clock:        cfg.Clock,
+		tick:         cfg.TickTime,
+		sink:         cfg.Sink,
+		tree:         tree.New(),
+		owners:       make(map[int64]*owner),
+		watches:      watch.NewManager(),
+		timers:       session.NewTracker(cfg.TickTime),
+		closing:      make(map[int64]bool),
 	}
 	if cfg.SASL {
 		d.tree.EnableSASL()
+	}
+	if cfg.EnforceQuota {
+		d.tree.EnforceQuota()
 	}
 	d.notify = d.deliver
 	return d

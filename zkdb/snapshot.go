@@ -180,6 +180,9 @@ func (d *DB) Restore(r io.Reader, reset bool) error {
 	if d.sasl {
 		t.EnableSASL()
 	}
+	if d.enforceQuota {
+		t.EnforceQuota()
+	}
 	for id := range owners {
 		if _, _, ok := t.Session(id); !ok {
 			return fmt.Errorf("zkdb: snapshot: owner of unknown session %#x", id)

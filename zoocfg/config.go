@@ -59,6 +59,10 @@ type Config struct {
 	MetricsHTTPPort      int
 	// ExtendedTypesEnabled is extendedTypesEnabled (TTL nodes), default false.
 	ExtendedTypesEnabled bool
+	// EnforceQuota is enforceQuota, which ZooKeeper takes as the system
+	// property zookeeper.enforceQuota (as it takes every key it does not
+	// know): hard quota limits refuse writes. Default false.
+	EnforceQuota bool
 	// Autopurge settings: accepted, but Raft snapshots handle retention.
 	SnapRetainCount int
 	PurgeInterval   int
@@ -249,6 +253,8 @@ func (c *Config) set(p Property, minTimeout, maxTimeout *int) error {
 		c.MetricsHTTPPort, err = parsePort(v)
 	case key == "extendedTypesEnabled":
 		c.ExtendedTypesEnabled, err = parseBool(v)
+	case key == "enforceQuota":
+		c.EnforceQuota, err = parseBool(v)
 	case key == "autopurge.snapRetainCount":
 		c.SnapRetainCount, err = parseInt(v)
 		c.ignore(key, p.Line, "hutch's Raft snapshots handle retention")

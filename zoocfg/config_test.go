@@ -100,6 +100,11 @@ func TestParse(t *testing.T) {
 				t.Errorf("%q", c.AdminAddr())
 			}
 		}},
+		{"enforceQuota", "enforceQuota=True\n", func(t *testing.T, c *Config) {
+			if !c.EnforceQuota || ignored(c, "enforceQuota") {
+				t.Errorf("EnforceQuota %v, ignored %+v", c.EnforceQuota, c.Ignored)
+			}
+		}},
 		{"admin off", "admin.enableServer=FALSE\n", func(t *testing.T, c *Config) {
 			if c.AdminAddr() != "" {
 				t.Errorf("%q", c.AdminAddr())

@@ -132,6 +132,7 @@ type flags struct {
 	clientAuth     string
 	testControls   string
 	clock          string
+	enforceQuota   bool
 }
 
 func newFlags() (*pflag.FlagSet, *flags) {
@@ -164,6 +165,7 @@ func newFlags() (*pflag.FlagSet, *flags) {
 	fs.StringVar(&f.uiListen, "ui", "", "serve the live view (tree, sessions, watches, lock queues, ensemble, event trace) at http://ADDR/ui/ and the trace as JSON lines at /trace, read-only; on a non-loopback address only with --admin-token-file, whose token it then requires (the admin port serves it too)")
 	fs.StringSliceVar(&f.fourLetter, "four-letter-words", nil, "four-letter words answered, or * for all; srvr always answers (zoo.cfg: 4lw.commands.whitelist; default: all on a loopback-only client port, else ruok,srvr,isro; with a zoo.cfg, srvr only, as in ZooKeeper)")
 	fs.StringVar(&f.jaasFile, "jaas-file", "", `JAAS file whose Server section lists the SASL DIGEST-MD5 users (user_<name>="<password>"), as java.security.auth.login.config (zoo.cfg: hutch.jaasFile)`)
+	fs.BoolVar(&f.enforceQuota, "enforce-quota", false, "refuse with QUOTAEXCEEDED a create or setData that would pass a hard quota limit (setquota -N/-B), and log every limit passed, as zookeeper.enforceQuota (zoo.cfg: enforceQuota); every member of an ensemble must agree")
 	fs.StringVar(&f.testControls, "test-controls", "", testControlsHelp)
 	fs.StringVar(&f.clock, "clock", "real", clockHelp)
 	fs.Usage = func() {
@@ -274,6 +276,7 @@ func configure(fs *pflag.FlagSet, f *flags, logger *slog.Logger) (server.Config,
 		SecureListenAddr:       secureListen,
 		TLS:                    tlsConfig,
 		SASLUsers:              saslUsers,
+		EnforceQuota:           f.enforceQuota,
 		MetricsAddr:            f.metricsListen,
 		MetricsProvider:        prometheus.Handler,
 		UIAddr:                 f.uiListen,

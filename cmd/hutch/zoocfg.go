@@ -109,6 +109,9 @@ func applyZooCfg(path string, fs *pflag.FlagSet, f *flags, logger *slog.Logger) 
 		f.dataDir = zc.DataDir
 		warnZooKeeperData(f.dataDir, logger)
 	}
+	if !given("enforce-quota") {
+		f.enforceQuota = zc.EnforceQuota
+	}
 	if !given("peer-secret-file") && zc.PeerSecretFile != "" {
 		f.secretFile = zc.PeerSecretFile
 	}

@@ -46,6 +46,7 @@ type mapped struct {
 	ListenAddr, AdminAddr, MetricsAddr, SecureListenAddr, SuperDigest, DataLogDir string
 	TickTime, MinSessionTimeout, MaxSessionTimeout                                time.Duration
 	MaxClientConnsPerIP, InitLimit, SyncLimit                                     int
+	EnforceQuota                                                                  bool
 	FourLetterWords                                                               []string
 	SASLUsers                                                                     map[string]string
 	// Raft: node id, listen address, peers, data directory ("" for none).
@@ -61,7 +62,7 @@ func mappedOf(c server.Config) mapped {
 		SuperDigest: c.SuperDigest, DataLogDir: c.DataLogDir, TickTime: c.TickTime,
 		MinSessionTimeout: c.MinSessionTimeout, MaxSessionTimeout: c.MaxSessionTimeout,
 		MaxClientConnsPerIP: c.MaxClientConnsPerIP, InitLimit: c.InitLimit, SyncLimit: c.SyncLimit,
-		FourLetterWords: c.FourLetterWords, SASLUsers: c.SASLUsers,
+		FourLetterWords: c.FourLetterWords, SASLUsers: c.SASLUsers, EnforceQuota: c.EnforceQuota,
 	}
 	if c.Raft != nil {
 		m.NodeID, m.RaftAddr, m.Peers, m.DataDir = c.Raft.NodeID, c.Raft.RaftAddr, c.Raft.Peers, c.Raft.DataDir
@@ -116,6 +117,10 @@ func TestZooCfgMapping(t *testing.T) {
 				m.ListenAddr, m.TickTime, m.DataDir, m.AdminAddr = "127.0.0.1:3000", 500*time.Millisecond, "$DIR/other", ""
 				m.MaxSessionTimeout, m.FourLetterWords = 9*time.Second, []string{"ruok", "srvr"}
 			}), nil},
+		{"enforceQuota, which ZooKeeper takes as zookeeper.enforceQuota", "dataDir=$DIR/data\nclientPort=2181\nenforceQuota=true\n", nil, nil,
+			with(func(m *mapped) { m.EnforceQuota = true }), nil},
+		{"--enforce-quota=false wins over the file", "dataDir=$DIR/data\nclientPort=2181\nenforceQuota=true\n", nil,
+			[]string{"--enforce-quota=false"}, standalone, nil},
 		{"JAAS users", "dataDir=$DIR/data\nclientPort=2181\nhutch.jaasFile=$DIR/jaas.conf\n",
 			map[string]string{"jaas.conf": `Server { org.apache.zookeeper.server.auth.DigestLoginModule required user_super="adminsecret" user_bob="bobsecret"; };`},
 			nil, with(func(m *mapped) { m.SASLUsers = map[string]string{"super": "adminsecret", "bob": "bobsecret"} }), nil},
