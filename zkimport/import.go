@@ -282,6 +282,11 @@ func (st *state) finish() (*tree.Tree, error) {
 	if err != nil {
 		return nil, err
 	}
+	// ZooKeeper counts every quota's stats afresh when it loads a snapshot
+	// (which holds them half way) and then as it applies transactions;
+	// the replay keeps no stats, so they are counted once the tree is
+	// whole. Stats nodes are outside ZooKeeper's digest.
+	t.RecountQuotas()
 	r := &st.report
 	r.LastZxid, r.Digests, r.ZKDigest = st.rep.lastZxid, st.rep.digests, t.ZKDigest()
 	r.Nodes, r.Sessions, r.Ephemerals = t.NodeCount()-1, len(t.Sessions()), t.EphemeralCount()

@@ -417,6 +417,12 @@ func populate(t *testing.T, c *zk.Conn, bulk int) {
 		ok, _, _ := c.Exists("/eph/b1")
 		return !ok
 	})
+	// A quota on /bulk, made as setquota makes it: ZooKeeper counts the
+	// bulk into its stats as it goes in, and hutch counts them afresh
+	// when it imports (the snapshots hold them half way).
+	must(c.Create("/zookeeper/quota/bulk", nil, 0, open))
+	must(c.Create("/zookeeper/quota/bulk/zookeeper_limits", []byte("count=-1,bytes=-1=;byteHardLimit=-1;countHardLimit=10000000"), 0, open))
+	must(c.Create("/zookeeper/quota/bulk/zookeeper_stats", []byte("count=0,bytes=0"), 0, open))
 	// The bulk: many nodes across many parents, written concurrently,
 	// with some changed and deleted.
 	var wg sync.WaitGroup
