@@ -58,6 +58,13 @@ func (m *Monitor) AdminHandler() http.Handler {
 			mux.HandleFunc(c.method+" /commands/"+c.path, m.changeHandler(c))
 		}
 	}
+	// ZooKeeper 3.9's snapshot and restore, under their names and aliases.
+	snap := m.snapshotHandler(&rateLimit{interval: snapshotInterval})
+	mux.HandleFunc("GET /commands/snapshot", snap)
+	mux.HandleFunc("GET /commands/snap", snap)
+	rest := m.restoreHandler()
+	mux.HandleFunc("POST /commands/restore", rest)
+	mux.HandleFunc("POST /commands/rest", rest)
 	return mux
 }
 

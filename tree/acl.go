@@ -107,6 +107,13 @@ func fixupACL(auth []wire.ID, acl []wire.ACL, sasl bool) ([]wire.ACL, error) {
 	return out, nil
 }
 
+// Allowed reports whether identities auth have any of the permissions perm
+// under acl (ZooKeeperServer.checkACL, as the admin commands' AuthRequest
+// applies it to a node's ACL).
+func Allowed(acl []wire.ACL, perm int32, auth []wire.ID) bool {
+	return checkACL(acl, perm, auth) == nil
+}
+
 // checkACL is ZooKeeperServer.checkACL: an empty ACL or a "super" identity
 // allows everything; otherwise some entry granting any bit of perm must be
 // world:anyone or match one of the connection's ids of the same scheme.
