@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/hutchzk/hutch/treejson"
-	"github.com/hutchzk/hutch/wire"
 )
 
 // Snapshot is a tree's content, for fixtures: every node a test created
@@ -49,14 +48,7 @@ func (s *Server) Load(snap Snapshot) {
 		if err != nil {
 			s.tb.Fatalf("hutchtest: load %s: %v", n.Path, err)
 		}
-		flags := wire.ModePersistent
-		switch {
-		case n.Container:
-			flags = wire.ModeContainer
-		case n.TTL > 0:
-			flags = wire.ModePersistentWithTTL
-		}
-		if err := srv.CreateNode(n.Path, n.Data, acl, flags, n.TTL); err != nil {
+		if err := srv.CreateNode(n.Path, n.Data, acl, n.CreateFlags(), n.TTL); err != nil {
 			s.tb.Fatalf("hutchtest: load: %v", err)
 		}
 	}

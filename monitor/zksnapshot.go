@@ -69,21 +69,32 @@ func (r *rateLimit) allow(now time.Time) bool {
 	return true
 }
 
+// authorizeAdmin answers a snapshot or restore request that cannot go on,
+// in ZooKeeper's order: unknown without a SnapshotSource, not serving,
+// then the AuthRequest.
+func (m *Monitor) authorizeAdmin(w http.ResponseWriter, r *http.Request, name string) (SnapshotSource, bool) {
+	src, ok := m.src.(SnapshotSource)
+	if !ok {
+		adminReply(w, http.StatusOK, map[string]any{"command": name, "error": "Unknown command: " + name})
+		return nil, false
+	}
+	if v := m.take(0); !v.Serving {
+		adminReply(w, http.StatusOK, map[string]any{"command": name, "error": "This ZooKeeper instance is not currently serving requests"})
+		return nil, false
+	}
+	if err := src.AdminAuthorize(r.Header.Get("Authorization"), r.RemoteAddr); err != nil {
+		adminReply(w, authStatus(err), map[string]any{"command": name, "error": err.Error()})
+		return nil, false
+	}
+	return src, true
+}
+
 // snapshotHandler serves GET /commands/snapshot?streaming=true|false.
 func (m *Monitor) snapshotHandler(limit *rateLimit) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		const name = "snapshot"
-		src, ok := m.src.(SnapshotSource)
+		src, ok := m.authorizeAdmin(w, r, name)
 		if !ok {
-			adminReply(w, http.StatusOK, map[string]any{"command": name, "error": "Unknown command: " + name})
-			return
-		}
-		if v := m.take(0); !v.Serving {
-			adminReply(w, http.StatusOK, map[string]any{"command": name, "error": "This ZooKeeper instance is not currently serving requests"})
-			return
-		}
-		if err := src.AdminAuthorize(r.Header.Get("Authorization"), r.RemoteAddr); err != nil {
-			adminReply(w, authStatus(err), map[string]any{"command": name, "error": err.Error()})
 			return
 		}
 		if !limit.allow(time.Now()) {
@@ -136,13 +147,7 @@ func (m *Monitor) snapshotHandler(limit *rateLimit) http.HandlerFunc {
 func (m *Monitor) restoreHandler() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		const name = "restore"
-		src, ok := m.src.(SnapshotSource)
-		if !ok {
-			adminReply(w, http.StatusOK, map[string]any{"command": name, "error": "Unknown command: " + name})
-			return
-		}
-		if err := src.AdminAuthorize(r.Header.Get("Authorization"), r.RemoteAddr); err != nil {
-			adminReply(w, authStatus(err), map[string]any{"command": name, "error": err.Error()})
+		if _, ok := m.authorizeAdmin(w, r, name); !ok {
 			return
 		}
 		adminReply(w, http.StatusServiceUnavailable, map[string]any{"command": name,

@@ -68,23 +68,10 @@ func (s *snapWriter) flush() error {
 	return err
 }
 
-// aclKey encodes acl unambiguously into dst (reused across nodes, so the
-// map lookup below does not allocate).
-func aclKey(dst []byte, acl []wire.ACL) []byte {
-	for _, a := range acl {
-		dst = binary.AppendVarint(dst, int64(a.Perms))
-		dst = binary.AppendUvarint(dst, uint64(len(a.ID.Scheme)))
-		dst = append(dst, a.ID.Scheme...)
-		dst = binary.AppendUvarint(dst, uint64(len(a.ID.ID)))
-		dst = append(dst, a.ID.ID...)
-	}
-	return dst
-}
-
 func (s *snapWriter) node(name string, n *node) {
 	s.str(name)
 	s.bytes(n.data)
-	s.key = aclKey(s.key[:0], n.acl)
+	s.key = wire.AppendACLKey(s.key[:0], n.acl)
 	if k, ok := s.acls[string(s.key)]; ok {
 		s.uvarint(k)
 	} else {

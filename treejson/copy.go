@@ -110,16 +110,7 @@ func Load(c Client, t Tree, at string) (created int, err error) {
 		if err != nil {
 			return created, fmt.Errorf("%s: %w", n.Path, err)
 		}
-		flags := wire.ModePersistent
-		switch {
-		case n.Container:
-			flags = wire.ModeContainer
-		case n.TTL > 0:
-			flags = wire.ModePersistentWithTTL
-		case n.Ephemeral:
-			flags = wire.ModeEphemeral
-		}
-		if err := c.Create(p, n.Data, acl, flags, n.TTL); err != nil {
+		if err := c.Create(p, n.Data, acl, n.CreateFlags(), n.TTL); err != nil {
 			return created, fmt.Errorf("create %s: %w", p, err)
 		}
 		created++

@@ -40,6 +40,19 @@ type Node struct {
 	Stat *wire.Stat
 }
 
+// CreateFlags is the create mode that makes a node of n's kind.
+func (n *Node) CreateFlags() int32 {
+	switch {
+	case n.Container:
+		return wire.ModeContainer
+	case n.TTL > 0:
+		return wire.ModePersistentWithTTL
+	case n.Ephemeral:
+		return wire.ModeEphemeral
+	}
+	return wire.ModePersistent
+}
+
 // nodeJSON is Node on disk: data as text when it is UTF-8, in base64
 // otherwise.
 type nodeJSON struct {

@@ -1,5 +1,7 @@
 package wire
 
+import "encoding/binary"
+
 // OpCode identifies a request type; the numbers are ZooKeeper's.
 type OpCode int32
 
@@ -172,6 +174,21 @@ type ID struct {
 type ACL struct {
 	Perms int32
 	ID    ID
+}
+
+// AppendACLKey appends an encoding of acl that two ACL lists share only
+// if they are equal, for use as a map key (the tables of distinct ACLs
+// snapshots write); dst is reused so that a lookup does not allocate.
+func AppendACLKey(dst []byte, acl []ACL) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(acl)))
+	for _, a := range acl {
+		dst = binary.AppendVarint(dst, int64(a.Perms))
+		dst = binary.AppendUvarint(dst, uint64(len(a.ID.Scheme)))
+		dst = append(dst, a.ID.Scheme...)
+		dst = binary.AppendUvarint(dst, uint64(len(a.ID.ID)))
+		dst = append(dst, a.ID.ID...)
+	}
+	return dst
 }
 
 // Stat is the znode metadata ZooKeeper returns with most reads.

@@ -2,7 +2,6 @@ package zkformat
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash"
@@ -223,18 +222,6 @@ func (sw *SnapshotWriter) flush() error {
 	return sw.err
 }
 
-func aclKey(dst []byte, acl []wire.ACL) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(acl)))
-	for _, a := range acl {
-		dst = binary.AppendVarint(dst, int64(a.Perms))
-		dst = binary.AppendUvarint(dst, uint64(len(a.ID.Scheme)))
-		dst = append(dst, a.ID.Scheme...)
-		dst = binary.AppendUvarint(dst, uint64(len(a.ID.ID)))
-		dst = append(dst, a.ID.ID...)
-	}
-	return dst
-}
-
 // Begin writes the header, the sessions and the ACL table: every distinct
 // ACL list the nodes will use.
 func (sw *SnapshotWriter) Begin(sessions []Session, acls [][]wire.ACL) error {
@@ -249,7 +236,7 @@ func (sw *SnapshotWriter) Begin(sessions []Session, acls [][]wire.ACL) error {
 	}
 	var table []int
 	for i, acl := range acls {
-		sw.key = aclKey(sw.key[:0], acl)
+		sw.key = wire.AppendACLKey(sw.key[:0], acl)
 		if _, ok := sw.acls[string(sw.key)]; !ok {
 			sw.acls[string(sw.key)] = int64(len(table) + 1)
 			table = append(table, i)
@@ -268,7 +255,7 @@ func (sw *SnapshotWriter) Begin(sessions []Session, acls [][]wire.ACL) error {
 
 // Node writes one node; its ACL must have been declared to Begin.
 func (sw *SnapshotWriter) Node(path string, data []byte, acl []wire.ACL, st tree.StoredStat) error {
-	sw.key = aclKey(sw.key[:0], acl)
+	sw.key = wire.AppendACLKey(sw.key[:0], acl)
 	idx, ok := sw.acls[string(sw.key)]
 	if !ok {
 		return fmt.Errorf("zkformat: node %s: ACL not declared to Begin", path)
