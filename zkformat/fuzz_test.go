@@ -99,6 +99,7 @@ func FuzzDecodeEntry(f *testing.F) {
 // FuzzSnappy: snappy-java streams of any bytes fail cleanly.
 func FuzzSnappy(f *testing.F) {
 	f.Add(append(append([]byte{}, snappyMagic...), 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 3, 2, 4, 'h', 'i'))
+	seeds(f, "testdata/zk38snappy")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := Decompress(bytes.NewReader(b), "snapshot.1.snappy")
 		if err != nil {
@@ -106,4 +107,22 @@ func FuzzSnappy(f *testing.F) {
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(r, 1<<20))
 	})
+}
+
+// TestSnappySnapshot reads a snapshot ZooKeeper 3.8.0 compressed with
+// snappy-java (zookeeper.snapshot.compression.method=snappy).
+func TestSnappySnapshot(t *testing.T) {
+	f, err := OpenSnapshot("testdata/zk38snappy/snapshot.13.snappy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var c countingHandler
+	tr, err := ReadSnapshot(f, &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.sessions != 1 || c.nodes < 5 || tr.Digest == nil || tr.Digest.Zxid < 0x13 {
+		t.Fatalf("%d sessions, %d nodes, trailer %+v", c.sessions, c.nodes, tr)
+	}
 }
