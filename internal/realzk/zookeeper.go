@@ -54,6 +54,16 @@ type options struct {
 	jars     []string    // extra classpath entries, in JavaDir
 	// heap, when set, runs the JVM as an operator would (OperatorJVM).
 	heap string
+	// prepare, when set, fills the data directory before the server
+	// starts (Prepare).
+	prepare func(dataDir string) error
+}
+
+// Prepare calls fill with the server's data directory (for an ensemble,
+// each member's) before the server starts, to start it from files a
+// test wrote there (a snapshot to load).
+func Prepare(fill func(dataDir string) error) Option {
+	return func(o *options) { o.prepare = fill }
 }
 
 // OperatorJVM runs ZooKeeper's JVM as an operator would, for speed and
@@ -167,6 +177,11 @@ func zookeeperCommand(dir string, port int, o options) (*exec.Cmd, string, error
 	for _, d := range []string{conf, data} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, "", err
+		}
+	}
+	if o.prepare != nil {
+		if err := o.prepare(data); err != nil {
+			return nil, "", fmt.Errorf("prepare %s: %w", data, err)
 		}
 	}
 	logFile := filepath.Join(dir, "zookeeper.log")
