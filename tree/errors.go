@@ -35,6 +35,8 @@ var (
 	ErrInvalidACL              error = newError(wire.CodeInvalidACL, "invalid ACL")
 	ErrReconfigDisabled        error = newError(wire.CodeReconfigDisabled, "reconfig disabled")
 	ErrQuotaExceeded           error = newError(wire.CodeQuotaExceeded, "quota exceeded")
+	ErrReconfigInProgress      error = newError(wire.CodeReconfigInProgress, "another reconfiguration is in progress")
+	ErrNewConfigNoQuorum       error = newError(wire.CodeNewConfigNoQuorum, "no quorum of the new configuration is connected and synced")
 	// ErrSessionExists refuses a createSession for an id already in use. No
 	// client sees it (the server mints another id), so it has no code of
 	// its own; ZooKeeper's session tracker likewise never replaces a

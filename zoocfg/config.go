@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hutchzk/hutch/membership"
 )
 
 // Config is a decoded zoo.cfg. Fields hold ZooKeeper 3.8's defaults for
@@ -367,7 +369,7 @@ func (c *Config) finish(minTimeout, maxTimeout int) error {
 func (c *Config) checkServers() error {
 	participants, observers := 0, 0
 	for _, s := range c.Servers {
-		if s.Role == Observer {
+		if s.Role == membership.Observer {
 			observers++
 		} else {
 			participants++
@@ -396,7 +398,7 @@ func (c *Config) ticksOrMillis(ms, n int) time.Duration {
 func (c *Config) Distributed() bool {
 	participants := 0
 	for _, s := range c.Servers {
-		if s.Role == Participant {
+		if s.Role == membership.Participant {
 			participants++
 		}
 	}
@@ -408,8 +410,8 @@ func (c *Config) Distributed() bool {
 // clientPortAddress:clientPort, with every interface when the address is
 // unset (":port"). It is "" when no client port is configured.
 func (c *Config) ClientAddr() string {
-	if s, ok := c.Servers[c.MyID]; ok && c.MyID != 0 && s.ClientAddr != "" {
-		return s.ClientAddr
+	if s, ok := c.Servers[c.MyID]; ok && c.MyID != 0 && s.ClientAddr() != "" {
+		return s.ClientAddr()
 	}
 	return joinPort(c.ClientPortAddress, c.ClientPort)
 }

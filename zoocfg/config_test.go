@@ -8,41 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-func TestReadProperties(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		in   string
-		want []Property
-	}{
-		{"equals", "a=b\n", []Property{{"a", "b", 1}}},
-		{"colon and spaces", "  a : b  \n", []Property{{"a", "b", 1}}},
-		{"white space separator", "a b c\n", []Property{{"a", "b c", 1}}},
-		{"space then equals", "a   =   b\n", []Property{{"a", "b", 1}}},
-		{"empty value", "a=\n", []Property{{"a", "", 1}}},
-		{"comments and blanks", "# x=y\n\n  ! z=w\na=1\n", []Property{{"a", "1", 4}}},
-		{"continuation", "a=one \\\n    two\nb=3\n", []Property{{"a", "one two", 1}, {"b", "3", 3}}},
-		{"escaped backslash is no continuation", "a=x\\\\\nb=y\n", []Property{{"a", `x\`, 1}, {"b", "y", 2}}},
-		{"escapes", `k\=ey=\u0041\tb\:c` + "\n", []Property{{"k=ey", "A\tb:c", 1}}},
-		{"CRLF and CR", "a=1\r\nb=2\rc=3", []Property{{"a", "1", 1}, {"b", "2", 2}, {"c", "3", 3}}},
-		{"duplicates kept in order", "a=1\na=2\n", []Property{{"a", "1", 1}, {"a", "2", 2}}},
-		{"continuation at end of input", "a=1\\", []Property{{"a", "1", 1}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := ReadProperties(strings.NewReader(tc.in))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got %+v, want %+v", got, tc.want)
-			}
-		})
-	}
-	if _, err := ReadProperties(strings.NewReader("\n\na=\\u00zz\n")); err == nil || !strings.Contains(err.Error(), "line 3") {
-		t.Errorf("bad \\u escape: %v, want an error on line 3", err)
-	}
-}
+	"github.com/hutchzk/hutch/membership"
+)
 
 func TestParseDefaults(t *testing.T) {
 	c, err := Parse(strings.NewReader("dataDir=/var/lib/zookeeper\n"))
@@ -143,9 +111,9 @@ func TestParse(t *testing.T) {
 		}},
 		{"servers", "server.1=zk1:2888:3888\nserver.2=[::1]:2889:3889:participant;2182\nserver.3=zk3:2888:3888:OBSERVER;127.0.0.1:2183\n", func(t *testing.T, c *Config) {
 			want := map[uint64]Server{
-				1: {ID: 1, Host: "zk1", QuorumPort: 2888, ElectionPort: 3888, Role: Participant, Line: 2},
-				2: {ID: 2, Host: "::1", QuorumPort: 2889, ElectionPort: 3889, Role: Participant, ClientAddr: "0.0.0.0:2182", Line: 3},
-				3: {ID: 3, Host: "zk3", QuorumPort: 2888, ElectionPort: 3888, Role: Observer, ClientAddr: "127.0.0.1:2183", Line: 4},
+				1: {membership.Member{ID: 1, Host: "zk1", QuorumPort: 2888, ElectionPort: 3888, Role: membership.Participant}, 2},
+				2: {membership.Member{ID: 2, Host: "::1", QuorumPort: 2889, ElectionPort: 3889, Role: membership.Participant, ClientHost: "0.0.0.0", ClientPort: 2182}, 3},
+				3: {membership.Member{ID: 3, Host: "zk3", QuorumPort: 2888, ElectionPort: 3888, Role: membership.Observer, ClientHost: "127.0.0.1", ClientPort: 2183}, 4},
 			}
 			if !reflect.DeepEqual(c.Servers, want) {
 				t.Errorf("Servers = %+v", c.Servers)

@@ -118,16 +118,16 @@ func (c *Config) checkEnsemble() error {
 		}
 	}
 	s, ok := c.Servers[c.MyID]
-	if !ok || c.MyID == 0 || s.ClientAddr == "" || c.ClientPort == 0 {
+	if !ok || c.MyID == 0 || s.ClientAddr() == "" || c.ClientPort == 0 {
 		return nil
 	}
 	// Both the static keys and the server line name a client address.
 	static := joinPort(c.ClientPortAddress, c.ClientPort)
 	wildcard := c.ClientPortAddress == "" || c.ClientPortAddress == "0.0.0.0" || c.ClientPortAddress == "::"
-	_, linePort, _ := net.SplitHostPort(s.ClientAddr)
-	if (wildcard && linePort != strconv.Itoa(c.ClientPort)) || (!wildcard && static != s.ClientAddr) {
+	_, linePort, _ := net.SplitHostPort(s.ClientAddr())
+	if (wildcard && linePort != strconv.Itoa(c.ClientPort)) || (!wildcard && static != s.ClientAddr()) {
 		return &Error{Line: s.Line, Key: fmt.Sprintf("server.%d", s.ID),
-			Err: fmt.Errorf("client address %s differs from clientPortAddress:clientPort %s", s.ClientAddr, static)}
+			Err: fmt.Errorf("client address %s differs from clientPortAddress:clientPort %s", s.ClientAddr(), static)}
 	}
 	return nil
 }
