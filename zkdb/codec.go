@@ -20,6 +20,7 @@ import (
 //	           byte(kind) uvarint(term) varint(session) varint(timeout)
 //	           uvarint(nauth) (str(scheme) str(id))* varint(op) body
 //	body     = uvarint(0) for no request | uvarint(len+1) jute(request)
+//	           (for kind 3, KindReconfig, the request is an Outcome)
 //	str      = uvarint(len) bytes
 //
 // The commands part is what a follower forwards to the leader; the leader
@@ -115,18 +116,22 @@ func DecodeEntry(b []byte) (Batch, error) {
 	if r.bad {
 		return Batch{}, ErrCorrupt
 	}
-	cmds, err := decodeCommands(r)
+	cmds, err := decodeCommands(r, true)
 	return Batch{Time: t, Commands: cmds}, err
 }
 
-// CheckCommands reports whether b decodes as AppendCommands output; a
-// leader checks what a follower forwards before it enters the log.
+// CheckCommands reports whether b decodes as AppendCommands output that a
+// follower may forward; a leader checks what a follower forwards before it
+// enters the log. Only a leader decides a reconfig's outcome, so a
+// forwarded KindReconfig command is refused.
 func CheckCommands(b []byte) error {
-	_, err := decodeCommands(&reader{b: b})
+	_, err := decodeCommands(&reader{b: b}, false)
 	return err
 }
 
-func decodeCommands(r *reader) ([]Command, error) {
+// decodeCommands decodes a batch; KindReconfig commands only when
+// withReconfig is set.
+func decodeCommands(r *reader, withReconfig bool) ([]Command, error) {
 	n := r.count(minCommandSize)
 	if r.bad {
 		return nil, ErrCorrupt
@@ -152,8 +157,8 @@ func decodeCommands(r *reader) ([]Command, error) {
 				c.Txn.Auth[j] = wire.ID{Scheme: r.str(), ID: r.str()}
 			}
 		}
-		c.Txn.Op, c.Txn.Req = r.request()
-		if r.bad || (c.Kind != KindTxn && c.Kind != KindAttach) {
+		c.Txn.Op, c.Txn.Req = r.request(c.Kind)
+		if r.bad || (c.Kind != KindTxn && c.Kind != KindAttach && (c.Kind != KindReconfig || !withReconfig)) {
 			return nil, ErrCorrupt
 		}
 	}
@@ -226,8 +231,9 @@ func (r *reader) count(minSize uint64) int {
 	return int(n)
 }
 
-// request reads varint(op) and its body, decoded as the op's request type.
-func (r *reader) request() (wire.OpCode, any) {
+// request reads varint(op) and its body, decoded as the op's request
+// type, or as an *Outcome for a KindReconfig command.
+func (r *reader) request(kind Kind) (wire.OpCode, any) {
 	v := r.varint()
 	if v < -1<<31 || v >= 1<<31 {
 		r.bad = true
@@ -239,6 +245,9 @@ func (r *reader) request() (wire.OpCode, any) {
 	}
 	body := r.take(blen - 1)
 	req, known := tree.NewRequest(op)
+	if kind == KindReconfig {
+		req, known = new(Outcome), op == wire.OpReconfig
+	}
 	if r.bad || !known || req == nil {
 		r.bad = true
 		return op, nil

@@ -17,6 +17,13 @@ const (
 	// znode and takes no zxid (ZooKeeper logs nothing for it), but every
 	// replica learns the session's new owner.
 	KindAttach Kind = 2
+	// KindReconfig applies a reconfig's outcome, which the leader decided
+	// (Txn.Op is OpReconfig, Txn.Req an *Outcome): it takes the next
+	// zxid, as ZooKeeper's reconfig transaction does, and when the outcome
+	// is a new configuration installs it as the membership and writes it
+	// into /zookeeper/config. It is never forwarded: only a leader puts it
+	// in the log.
+	KindReconfig Kind = 3
 )
 
 // Command is one write, as replicated: the transaction and who sent it.

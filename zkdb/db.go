@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hutchzk/hutch/clock"
+	"github.com/hutchzk/hutch/membership"
 	"github.com/hutchzk/hutch/session"
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/watch"
@@ -83,15 +84,18 @@ type DB struct {
 	notify func(watcher int64, ev wire.WatcherEvent)
 	firing *tree.Event
 
-	// mu guards the replicated state: tree, owners, lastTime and applied.
+	// mu guards the replicated state: tree, owners, members, replicas,
+	// lastTime and applied.
 	// Apply and Restore take it to write; reads, snapshots and watch
 	// registration (which must be atomic with the read that sets it) take
 	// it to read.
 	mu       sync.RWMutex
 	tree     *tree.Tree
 	owners   map[int64]*owner // by session
-	lastTime int64            // the largest transaction time applied
-	applied  uint64           // log index of the last batch applied
+	members  membership.Config
+	replicas []Replica // by id
+	lastTime int64     // the largest transaction time applied
+	applied  uint64    // log index of the last batch applied
 	// digests samples the tree's digest every digestInterval zxids, the
 	// newest digestLogLimit kept, for the hash command (ZooKeeper's
 	// DataTree digest log).
@@ -247,6 +251,13 @@ func (d *DB) applyLocked(c *Command, term uint64, now time.Time) {
 
 	txn := &c.Txn
 	txn.Zxid, txn.Time = d.tree.LastZxid()+1, d.lastTime
+	if c.Kind == KindReconfig {
+		d.applyReconfig(c, &e)
+		d.sampleDigest(txn.Zxid)
+		d.fire(&e)
+		d.sink.Applied(&e)
+		return
+	}
 	if err := d.admit(c, term); err != nil {
 		d.tree.ConsumeZxid(txn.Zxid)
 		e.Result.Err = err
@@ -254,21 +265,8 @@ func (d *DB) applyLocked(c *Command, term uint64, now time.Time) {
 		return
 	}
 	e.Result = d.tree.Apply(txn)
-	if txn.Zxid%digestInterval == 0 {
-		if len(d.digests) == digestLogLimit {
-			d.digests = append(d.digests[:0], d.digests[1:]...)
-		}
-		d.digests = append(d.digests, ZxidDigest{Zxid: txn.Zxid, Digest: d.tree.Digest()})
-	}
-	if len(e.Result.Events) > 0 {
-		d.watchMu.Lock()
-		for i := range e.Result.Events {
-			d.firing = &e.Result.Events[i]
-			d.watches.Trigger(d.firing.Type, d.firing.Path, d.notify)
-		}
-		d.firing = nil
-		d.watchMu.Unlock()
-	}
+	d.sampleDigest(txn.Zxid)
+	d.fire(&e)
 	if e.Result.Err == nil {
 		switch txn.Op {
 		case wire.OpCreateSession:
@@ -290,6 +288,31 @@ func (d *DB) applyLocked(c *Command, term uint64, now time.Time) {
 		}
 	}
 	d.sink.Applied(&e)
+}
+
+// sampleDigest keeps the tree's digest after every digestInterval-th zxid.
+func (d *DB) sampleDigest(zxid int64) {
+	if zxid%digestInterval != 0 || d.tree.LastZxid() != zxid {
+		return
+	}
+	if len(d.digests) == digestLogLimit {
+		d.digests = append(d.digests[:0], d.digests[1:]...)
+	}
+	d.digests = append(d.digests, ZxidDigest{Zxid: zxid, Digest: d.tree.Digest()})
+}
+
+// fire triggers the watches of a command's events.
+func (d *DB) fire(e *Effects) {
+	if len(e.Result.Events) == 0 {
+		return
+	}
+	d.watchMu.Lock()
+	for i := range e.Result.Events {
+		d.firing = &e.Result.Events[i]
+		d.watches.Trigger(d.firing.Type, d.firing.Path, d.notify)
+	}
+	d.firing = nil
+	d.watchMu.Unlock()
 }
 
 // admit decides whether a command may apply now. A client's: its session

@@ -214,9 +214,10 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 }
 
-// TestSnapshotVersion1: a snapshot written before owners carried their
-// member still restores, its sessions on an unknown member (0).
-func TestSnapshotVersion1(t *testing.T) {
+// TestSnapshotOldVersions: snapshots written before owners carried their
+// member (version 1) and before the membership was kept (version 2) still
+// restore: their sessions on an unknown member (0), no membership.
+func TestSnapshotOldVersions(t *testing.T) {
 	const sid = 0x0100000000000001
 	db, _, _ := newDB(t)
 	a := &applier{db: db}
@@ -225,7 +226,7 @@ func TestSnapshotVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Write the header as version 1 did: each owner without its node.
+	// The header as version 1 wrote it: each owner without its node.
 	var body []byte
 	body = binary.AppendUvarint(body, db.Applied())
 	body = binary.AppendVarint(body, 7000)
@@ -234,19 +235,34 @@ func TestSnapshotVersion1(t *testing.T) {
 	body = binary.AppendVarint(body, 5)    // conn
 	body = binary.AppendUvarint(body, 1)   // next
 	body = binary.AppendVarint(body, 1000) // timeout
-	v2 := len(snapMagic) + len(body)
-	if !bytes.Equal(snap[len(snapMagic):v2], body) || snap[v2] != 0 {
-		t.Fatalf("version 2 header is not version 1's with a node: % x", snap[:v2+1])
+	ownersEnd := len(snapMagic) + len(body)
+	// Version 3 adds the owner's node (0), an empty membership (length 2:
+	// version 0, no members) and no replicas.
+	v3Tail := []byte{0, 2, 0, 0, 0}
+	if !bytes.Equal(snap[len(snapMagic):ownersEnd], body) || !bytes.Equal(snap[ownersEnd:ownersEnd+len(v3Tail)], v3Tail) {
+		t.Fatalf("version 3 header is not version 1's with a node and a membership: % x", snap[:ownersEnd+len(v3Tail)])
 	}
-	v1 := append([]byte(snapMagicV1), body...)
-	v1 = binary.LittleEndian.AppendUint64(v1, crc64.Checksum(body, crcTable))
-	v1 = append(v1, snap[v2+1+8:]...) // the tree
-	other, _, _ := newDB(t)
-	if err := other.Restore(bytes.NewReader(v1), false); err != nil {
-		t.Fatal(err)
-	}
-	if got := other.Sessions(); len(got) != 1 || got[0].Conn != 5 || got[0].Node != 0 {
-		t.Fatalf("restored sessions %+v", got)
+	tree := snap[ownersEnd+len(v3Tail)+8:]
+	for _, old := range []struct {
+		magic  string
+		header []byte
+	}{
+		{snapMagicV1, body},
+		{snapMagicV2, append(bytes.Clone(body), 0)},
+	} {
+		b := append([]byte(old.magic), old.header...)
+		b = binary.LittleEndian.AppendUint64(b, crc64.Checksum(old.header, crcTable))
+		b = append(b, tree...)
+		other, _, _ := newDB(t)
+		if err := other.Restore(bytes.NewReader(b), false); err != nil {
+			t.Fatalf("%q: %v", old.magic, err)
+		}
+		if got := other.Sessions(); len(got) != 1 || got[0].Conn != 5 || got[0].Node != 0 {
+			t.Fatalf("%q: restored sessions %+v", old.magic, got)
+		}
+		if !other.Membership().IsZero() {
+			t.Fatalf("%q: restored a membership %+v", old.magic, other.Membership())
+		}
 	}
 }
 

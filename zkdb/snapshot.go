@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hutchzk/hutch/membership"
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/watch"
 )
@@ -19,15 +20,21 @@ import (
 //
 //	magic uvarint(applied) varint(lastTime)
 //	uvarint(n) (varint(session) varint(conn) uvarint(next) varint(timeout) uvarint(node))*
+//	uvarint(len) membership (membership.AppendConfig)
+//	uvarint(n) (uvarint(id) str(addr) byte(voter))*      the replicas
 //	u64le(crc64 of the bytes after magic up to here)
 //	tree snapshot (tree.WriteSnapshot, which checks itself)
 //
-// Version 2 added each owner's node; Restore still reads version 1, whose
-// owners come back with node 0 (unknown) until their sessions next attach.
-// A version-1 binary cannot read version 2: in a rolling upgrade a leader
-// already upgraded may send a snapshot only an upgraded follower reads.
+// Version 3 added the membership and the replicas; version 2 each owner's
+// node. Restore still reads both older versions: a version-2 snapshot has
+// no membership (the next leader writes the first one), a version-1
+// snapshot's owners come back with node 0 (unknown) until their sessions
+// next attach. An older binary cannot read a newer version: in a rolling
+// upgrade a leader already upgraded may send a snapshot only an upgraded
+// follower reads.
 const (
-	snapMagic   = "hutch-zkdb-2\n"
+	snapMagic   = "hutch-zkdb-3\n"
+	snapMagicV2 = "hutch-zkdb-2\n"
 	snapMagicV1 = "hutch-zkdb-1\n"
 )
 
@@ -66,6 +73,20 @@ func (d *DB) WriteSnapshot(w io.Writer) error {
 		hdr = binary.AppendUvarint(hdr, o.next)
 		hdr = binary.AppendVarint(hdr, int64(o.timeout))
 		hdr = binary.AppendUvarint(hdr, o.node)
+	}
+	members := membership.AppendConfig(nil, d.members)
+	hdr = binary.AppendUvarint(hdr, uint64(len(members)))
+	hdr = append(hdr, members...)
+	hdr = binary.AppendUvarint(hdr, uint64(len(d.replicas)))
+	for _, r := range d.replicas {
+		hdr = binary.AppendUvarint(hdr, r.ID)
+		hdr = binary.AppendUvarint(hdr, uint64(len(r.Addr)))
+		hdr = append(hdr, r.Addr...)
+		voter := byte(0)
+		if r.Voter {
+			voter = 1
+		}
+		hdr = append(hdr, voter)
 	}
 	hdr = binary.LittleEndian.AppendUint64(hdr, crc64.Checksum(hdr[len(snapMagic):], crcTable))
 	if _, err := w.Write(hdr); err != nil {
@@ -137,6 +158,57 @@ func (s *snapReader) varint() int64 {
 	return v
 }
 
+// membership reads the membership and the replicas.
+func (s *snapReader) membership() (membership.Config, []Replica) {
+	c, rest, err := membership.DecodeConfig(s.bytes())
+	if s.err == nil && (err != nil || len(rest) != 0) {
+		s.fail(errors.New("zkdb: snapshot: bad membership"))
+	}
+	n := s.uvarint()
+	if n > maxMembershipBytes {
+		s.fail(errors.New("zkdb: snapshot: bad replicas"))
+	}
+	var replicas []Replica
+	for i := uint64(0); i < n && s.err == nil; i++ {
+		r := Replica{ID: s.uvarint(), Addr: string(s.bytes())}
+		v, err := s.ReadByte()
+		if err != nil || v > 1 {
+			s.fail(errors.New("zkdb: snapshot: bad replica"))
+		}
+		r.Voter = v == 1
+		replicas = append(replicas, r)
+	}
+	return c, replicas
+}
+
+// bytes reads uvarint(len) and that many bytes.
+func (s *snapReader) bytes() []byte {
+	n := s.uvarint()
+	if s.err != nil || n > maxMembershipBytes {
+		s.fail(errors.New("zkdb: snapshot: bad length"))
+		return nil
+	}
+	b := make([]byte, n)
+	for i := range b {
+		c, err := s.ReadByte()
+		if err != nil {
+			s.fail(err)
+			return nil
+		}
+		b[i] = c
+	}
+	return b
+}
+
+// maxMembershipBytes bounds what a snapshot's membership may claim.
+const maxMembershipBytes = 1 << 20
+
+func (s *snapReader) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+}
+
 // Restore replaces the state with a snapshot. At start-up (reset false)
 // nobody is connected yet; while serving (reset true) every watch is
 // dropped and the Sink told to re-synchronise its clients, since the
@@ -144,10 +216,11 @@ func (s *snapReader) varint() int64 {
 func (d *DB) Restore(r io.Reader, reset bool) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	magic := make([]byte, len(snapMagic))
-	if _, err := io.ReadFull(br, magic); err != nil || (string(magic) != snapMagic && string(magic) != snapMagicV1) {
+	if _, err := io.ReadFull(br, magic); err != nil || (string(magic) != snapMagic && string(magic) != snapMagicV2 && string(magic) != snapMagicV1) {
 		return errors.New("zkdb: not a hutch snapshot")
 	}
-	withNode := string(magic) == snapMagic
+	withNode := string(magic) != snapMagicV1
+	withMembers := string(magic) == snapMagic
 	s := &snapReader{r: br}
 	applied := s.uvarint()
 	lastTime := s.varint()
@@ -165,6 +238,11 @@ func (d *DB) Restore(r io.Reader, reset bool) error {
 			o.node = s.uvarint()
 		}
 		owners[id] = o
+	}
+	var members membership.Config
+	var replicas []Replica
+	if withMembers && s.err == nil {
+		members, replicas = s.membership()
 	}
 	var sum [8]byte
 	if _, err := io.ReadFull(br, sum[:]); s.err != nil || err != nil {
@@ -192,6 +270,7 @@ func (d *DB) Restore(r io.Reader, reset bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.tree, d.owners, d.applied, d.lastTime = t, owners, applied, lastTime
+	d.members, d.replicas = members, replicas
 	d.digests = nil
 	d.watchMu.Lock()
 	d.watches = watch.NewManager()
