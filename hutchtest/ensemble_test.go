@@ -56,7 +56,7 @@ func TestEnsemblePartition(t *testing.T) {
 		_, ok := e.Member(old).Tree()["/during"]
 		return ok
 	})
-	if lead := e.WaitLeader(); e.Member(old).Server().Mode() == "leader" && lead != old {
+	if lead := e.WaitLeader(); e.Member(old).Server().State().Leads() && lead != old {
 		t.Fatal("two leaders")
 	}
 }

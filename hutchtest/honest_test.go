@@ -20,7 +20,7 @@ func TestLeaderAfterPartition(t *testing.T) {
 	if next == old {
 		t.Fatalf("Leader() = %d, the member cut off from the others", old)
 	}
-	if mode := e.Member(next).Server().Mode(); mode != "leader" {
+	if mode := e.Member(next).Server().State(); !mode.Leads() {
 		t.Fatalf("member %d is %s", next, mode)
 	}
 	// A write through the agreed leader's side commits.

@@ -173,11 +173,11 @@ var registry = []command{
 	{names: []string{"leader", "lead"}, serving: true, needs: PartReplication,
 		json: func(out map[string]any, v *view) {
 			r := v.Replication
-			if v.Mode == Standalone {
+			if !v.Mode.Replicated() {
 				out["error"] = "server is not initialized"
 				return
 			}
-			out["is_leader"] = v.Mode == Leader
+			out["is_leader"] = v.Mode.Leads()
 			out["leader_id"] = int64(r.LeaderID)
 			host, _, _ := net.SplitHostPort(r.LeaderAddr)
 			out["leader_ip"] = host
@@ -224,7 +224,7 @@ var registry = []command{
 	{names: []string{"raft"}, needs: PartReplication,
 		json: func(out map[string]any, v *view) {
 			r := v.Replication
-			out["mode"] = v.Mode
+			out["mode"] = v.Mode.String()
 			out["node_id"] = r.NodeID
 			out["leader_id"] = r.LeaderID
 			out["leader_addr"] = r.LeaderAddr
@@ -246,7 +246,7 @@ var registry = []command{
 // terms of ZooKeeper's atomic broadcast.
 func zabStateJSON(out map[string]any, v *view) {
 	r := v.Replication
-	if v.Mode == Standalone {
+	if !v.Mode.Replicated() {
 		out["voting"] = false
 		out["zabstate"] = ""
 		return
@@ -260,7 +260,7 @@ func zabStateJSON(out map[string]any, v *view) {
 	}
 	zxid := v.Stats.LastZxid
 	out["myid"] = int64(r.NodeID)
-	out["is_leader"] = v.Mode == Leader
+	out["is_leader"] = v.Mode.Leads()
 	out["quorum_address"] = self
 	out["election_address"] = self
 	out["client_address"] = v.Server.ClientAddr

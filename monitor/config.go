@@ -2,6 +2,8 @@ package monitor
 
 import (
 	"fmt"
+
+	"github.com/hutchzk/hutch/membership"
 	"net"
 	"os"
 	"os/user"
@@ -22,29 +24,21 @@ func writeConf(b *strings.Builder, v *view) {
 	fmt.Fprintf(b, "tickTime=%d\nmaxClientCnxns=%d\nminSessionTimeout=%d\nmaxSessionTimeout=%d\n",
 		srv.TickTime.Milliseconds(), srv.MaxClientCnxns, srv.MinSessionTimeout.Milliseconds(), srv.MaxSessionTimeout.Milliseconds())
 	b.WriteString("clientPortListenBacklog=-1\n")
-	if v.Mode == Standalone {
+	if !v.Mode.Replicated() {
 		b.WriteString("serverId=0\n")
 		return
 	}
 	fmt.Fprintf(b, "serverId=%d\n", r.NodeID)
-	// Raft elects and replicates over one port: it stands for both.
-	port := ""
-	for _, m := range r.Members {
-		if m.ID == r.NodeID {
-			_, port, _ = net.SplitHostPort(m.Addr)
-		}
+	self, _ := r.Config.Member(r.NodeID)
+	peerType := 0 // LearnerType.PARTICIPANT's ordinal
+	if self.Role == membership.Observer {
+		peerType = 1
 	}
-	fmt.Fprintf(b, "initLimit=%d\nsyncLimit=%d\nelectionAlg=3\nelectionPort=%s\nquorumPort=%s\npeerType=0\n", srv.InitLimit, srv.SyncLimit, port, port)
+	fmt.Fprintf(b, "initLimit=%d\nsyncLimit=%d\nelectionAlg=3\nelectionPort=%d\nquorumPort=%d\npeerType=%d\n",
+		srv.InitLimit, srv.SyncLimit, self.ElectionPort, self.QuorumPort, peerType)
 	b.WriteString("membership: \n")
-	for _, m := range r.Members {
-		role := "participant"
-		if !m.Voter {
-			role = "observer"
-		}
-		host, p, _ := net.SplitHostPort(m.Addr)
-		fmt.Fprintf(b, "server.%d=%s:%s:%s:%s\n", m.ID, host, p, p, role)
-	}
-	b.WriteString("version=0\n")
+	b.WriteString(r.Config.Text())
+	b.WriteString("\n")
 }
 
 // confJSON fills the configuration answer.
@@ -58,7 +52,7 @@ func confJSON(out map[string]any, v *view) {
 	out["min_session_timeout"] = srv.MinSessionTimeout.Milliseconds()
 	out["max_session_timeout"] = srv.MaxSessionTimeout.Milliseconds()
 	serverID := int64(0) // standalone, as ZooKeeper
-	if v.Mode != Standalone {
+	if v.Mode.Replicated() {
 		serverID = int64(v.Replication.NodeID)
 	}
 	out["server_id"] = serverID

@@ -24,7 +24,7 @@ import (
 // process families, whose values change from one scrape to the next.
 func TestMetricsExposition(t *testing.T) {
 	runtimeWant := readLines(t, "testdata/metrics-runtime.txt")
-	for _, mode := range []string{monitor.Leader, monitor.Follower, monitor.Standalone} {
+	for _, mode := range []string{"leader", "follower", "standalone"} {
 		t.Run(mode, func(t *testing.T) {
 			rec := httptest.NewRecorder()
 			prometheus.Handler(monitor.MetricsFixture(t, mode)).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hutchzk/hutch/membership"
 )
 
 // consLine is the cons line of the fixture's first connection.
@@ -84,7 +86,8 @@ var builtOn = regexp.MustCompile(`built on \d{4}-\d\d-\d\d \d\d:\d\d UTC`)
 // ZooKeeper 3.8's text for the fixture's state.
 func TestFourLetterWords(t *testing.T) {
 	tests := []struct {
-		mode, word, want string
+		mode       membership.State
+		word, want string
 	}{
 		{Standalone, "ruok", "imok"},
 		{Standalone, "isro", "rw"},
@@ -110,10 +113,10 @@ func TestFourLetterWords(t *testing.T) {
 
 		{Leader, "srvr", strings.Replace(srvrStandalone, "standalone", "leader", 1) + "Proposal sizes last/min/max: 50/40/60\n"},
 		{Leader, "mntr", strings.Replace(mntrStandalone, "standalone", "leader", 1) +
-			"zk_learners\t2\nzk_synced_followers\t1\nzk_synced_non_voting_followers\t0\nzk_synced_observers\t0\nzk_pending_syncs\t0\n" +
+			"zk_learners\t2\nzk_synced_followers\t1\nzk_synced_non_voting_followers\t0\nzk_synced_observers\t1\nzk_pending_syncs\t0\n" +
 			"zk_last_proposal_size\t50\nzk_max_proposal_size\t60\nzk_min_proposal_size\t40\n"},
-		{Leader, "conf", confStandalone + "serverId=2\ninitLimit=10\nsyncLimit=5\nelectionAlg=3\nelectionPort=7002\nquorumPort=7002\npeerType=0\n" +
-			"membership: \nserver.1=127.0.0.1:7001:7001:participant\nserver.2=127.0.0.1:7002:7002:participant\nserver.3=127.0.0.1:7003:7003:observer\nversion=0\n"},
+		{Leader, "conf", confStandalone + "serverId=2\ninitLimit=10\nsyncLimit=5\nelectionAlg=3\nelectionPort=7102\nquorumPort=7002\npeerType=0\n" +
+			"membership: \nserver.1=127.0.0.1:7001:7101:participant\nserver.2=127.0.0.1:7002:7102:participant;127.0.0.1:2182\nserver.3=127.0.0.1:7003:7103:observer\nversion=100000000\n"},
 		{Follower, "srvr", strings.Replace(srvrStandalone, "standalone", "follower", 1)},
 		{Follower, "dump", "SessionTracker dump:\nGlobal Sessions(2):\n0x100000000000001\t30000ms\n0x100000000000002\t10000ms\n" +
 			ephemeralsDump +
@@ -123,7 +126,7 @@ func TestFourLetterWords(t *testing.T) {
 			"1 expire at Mon Nov 23 14:02:08 UTC 2026:\n\tip: /127.0.0.1:50003 sessionId: 0x0\n"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.mode+"/"+tc.word, func(t *testing.T) {
+		t.Run(tc.mode.String()+"/"+tc.word, func(t *testing.T) {
 			src := standalone()
 			if tc.mode != Standalone {
 				src = ensemble(tc.mode)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hutchzk/hutch/membership"
 )
 
 // get asks the admin handler for path and returns the status and body.
@@ -46,7 +48,8 @@ func decode(tb testing.TB, s string) any {
 func TestAdminCommands(t *testing.T) {
 	e1, e2 := at(time.Second).UnixMilli(), at(2*time.Second).UnixMilli()
 	tests := []struct {
-		mode, name, want string
+		mode       membership.State
+		name, want string
 	}{
 		{Standalone, "ruok", `{"command": "ruok", "error": null}`},
 		{Standalone, "dump", `{"command": "dump", "error": null,
@@ -116,7 +119,7 @@ func TestAdminCommands(t *testing.T) {
 			"zab_epoch": 0, "zab_counter": 31, "zabstate": "broadcast"}`},
 	}
 	for _, tc := range tests {
-		t.Run(tc.mode+"/"+tc.name, func(t *testing.T) {
+		t.Run(tc.mode.String()+"/"+tc.name, func(t *testing.T) {
 			src := standalone()
 			if tc.mode != Standalone {
 				src = ensemble(tc.mode)

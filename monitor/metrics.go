@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/hutchzk/hutch/membership"
 )
 
 // Metrics, served at /metrics as ZooKeeper's PrometheusMetricsProvider
@@ -104,9 +106,9 @@ func (m *Monitor) Metrics() []Metric {
 	emit("hutch_trace_dropped_total", "Trace events a stream's filter kept but it did not get: over its rate, or behind.", CounterMetric, float64(lost))
 	emit("hutch_ui_pages_total", "Live view pages and panel redraws served.", CounterMetric, float64(m.pages.Load()))
 
-	for _, mode := range []string{Standalone, Leader, Follower} {
+	for _, mode := range []membership.State{membership.Standalone, membership.Leading, membership.Following, membership.Observing, membership.ReadOnly} {
 		emit("hutch_server_state", "1 for this node's role (mntr's server_state), 0 for the others.",
-			GaugeMetric, boolFloat(v.Mode == mode), "state", mode)
+			GaugeMetric, boolFloat(v.Mode == mode), "state", mode.String())
 	}
 	if v.Replication.Raft != nil {
 		collectRaft(v, emit)
@@ -161,7 +163,7 @@ func collectRaft(v *view, emit emitter) {
 	emit("quorum_size", "Voting members of the ensemble (ZooKeeper's quorum_size).", GaugeMetric, float64(voters))
 	gauge("members", "Members of the Raft configuration, voters or not.", float64(len(r.Members)))
 	gauge("voters", "Voting members of the Raft configuration.", float64(voters))
-	gauge("is_leader", "1 on the Raft leader, 0 elsewhere.", boolFloat(v.Mode == Leader))
+	gauge("is_leader", "1 on the Raft leader, 0 elsewhere.", boolFloat(v.Mode.Leads()))
 	gauge("leader_id", "Node id of the leader this node knows; 0 when it knows none.", float64(r.LeaderID))
 	gauge("term", "Current Raft term.", float64(r.Term))
 	gauge("commit_index", "Highest log index known to be committed.", float64(number("commit_index")))

@@ -49,6 +49,8 @@ func TestMetrics(t *testing.T) {
 		{"hutch_raft_term", GaugeMetric, 4, nil},
 		{"hutch_server_state", GaugeMetric, 0, []string{"state", "follower"}},
 		{"hutch_server_state", GaugeMetric, 1, []string{"state", "leader"}},
+		{"hutch_server_state", GaugeMetric, 0, []string{"state", "observer"}},
+		{"hutch_server_state", GaugeMetric, 0, []string{"state", "read-only"}},
 		{"hutch_txns_applied_total", CounterMetric, 31, nil},
 		{"learners", GaugeMetric, 2, nil},
 		{"quorum_size", GaugeMetric, 2, nil},

@@ -37,7 +37,7 @@ func expiryBuckets(v *view) []expiryBucket {
 func writeDump(b *strings.Builder, v *view) {
 	b.WriteString("SessionTracker dump:\n")
 	buckets := expiryBuckets(v)
-	if v.Mode == Follower {
+	if !v.Mode.RunsSessionTimers() {
 		// A follower does not expire sessions: like ZooKeeper's learner
 		// it lists the sessions connected through it, with their timeouts.
 		var list []Connection

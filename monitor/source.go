@@ -3,6 +3,7 @@ package monitor
 import (
 	"time"
 
+	"github.com/hutchzk/hutch/membership"
 	"github.com/hutchzk/hutch/trace"
 	"github.com/hutchzk/hutch/wire"
 )
@@ -49,13 +50,6 @@ const (
 	PartDigests                       // Digests
 )
 
-// The roles a node reports as its Mode, as srvr's "Mode:" line.
-const (
-	Standalone = "standalone"
-	Leader     = "leader"
-	Follower   = "follower"
-)
-
 // Snapshot is the server's state as one request of an operator sees it.
 // Only the parts asked for are filled.
 type Snapshot struct {
@@ -64,8 +58,8 @@ type Snapshot struct {
 	// Serving is false while the server turns clients away (an ensemble
 	// member that knows no leader): most commands then answer that.
 	Serving bool
-	// Mode is standalone, leader or follower.
-	Mode   string
+	// Mode is the node's part now (its String is srvr's "Mode:" line).
+	Mode   membership.State
 	Server Server
 
 	Stats       Stats        // PartStats
@@ -134,10 +128,15 @@ type Stats struct {
 // Replication is the node's place in its ensemble; empty for a single
 // node.
 type Replication struct {
-	NodeID      uint64
-	LeaderID    uint64 // 0 when no leader is known
-	LeaderAddr  string
-	Term        uint64
+	NodeID     uint64
+	LeaderID   uint64 // 0 when no leader is known
+	LeaderAddr string
+	Term       uint64
+	// Config is the membership as the replicated state holds it, what
+	// /zookeeper/config says; zero before the first leader wrote it.
+	Config membership.Config
+	// Members are Config's members by id, each with whether Raft counts
+	// it for quorum now (before Config is written, Raft's configuration).
 	Members     []Member
 	LastContact time.Time // the leader's last contact; zero on the leader
 	// Raft holds hashicorp/raft's statistics (commit_index,
@@ -149,8 +148,12 @@ type Replication struct {
 
 // Member is one member of the ensemble.
 type Member struct {
-	ID    uint64
-	Addr  string // Raft address, host:port
+	ID     uint64
+	Addr   string          // Raft address, host:port (ZooKeeper's quorum address)
+	Role   membership.Role // participant or observer
+	Client string          // client address; "" where the configuration names none
+	// Voter reports whether Raft counts it for quorum now: a participant
+	// still catching up, and an observer, do not.
 	Voter bool
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchzk/hutch/membership"
 	"github.com/hutchzk/hutch/trace"
 	"github.com/hutchzk/hutch/wire"
 )
@@ -195,14 +196,19 @@ func standalone() *memSource {
 
 // ensemble is the standalone fixture as one node of a three-node
 // ensemble in mode (leader or follower); node 2 leads.
-func ensemble(mode string) *memSource {
+func ensemble(mode membership.State) *memSource {
 	m := standalone()
 	st := &m.state
 	st.Mode = mode
 	st.Server.DataDir, st.Server.DataLogDir = "", ""
 	st.Replication = Replication{
 		NodeID: 2, LeaderID: 2, LeaderAddr: "127.0.0.1:7002", Term: 4,
-		Members: []Member{{1, "127.0.0.1:7001", true}, {2, "127.0.0.1:7002", true}, {3, "127.0.0.1:7003", false}},
+		Config: membership.FromMembers(0x100000000, []membership.Member{
+			{ID: 1, Host: "127.0.0.1", QuorumPort: 7001, ElectionPort: 7101},
+			{ID: 2, Host: "127.0.0.1", QuorumPort: 7002, ElectionPort: 7102, ClientHost: "127.0.0.1", ClientPort: 2182},
+			{ID: 3, Host: "127.0.0.1", QuorumPort: 7003, ElectionPort: 7103, Role: membership.Observer}}),
+		Members: []Member{{ID: 1, Addr: "127.0.0.1:7001", Voter: true}, {ID: 2, Addr: "127.0.0.1:7002", Client: "127.0.0.1:2182", Voter: true},
+			{ID: 3, Addr: "127.0.0.1:7003", Role: membership.Observer}},
 		Raft: map[string]string{"commit_index": "40", "applied_index": "40", "fsm_applied_index": "40",
 			"last_log_index": "41", "first_log_index": "2", "last_snapshot_index": "0"},
 	}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/hutchzk/hutch/membership"
 )
 
 // writeStat writes srvr, or with clients stat: ZooKeeper's StatCommand.
@@ -18,7 +20,7 @@ func writeStat(b *strings.Builder, v *view, clients bool) {
 	fmt.Fprintf(b, "Latency min/avg/max: %d/%s/%d\n", st.MinLatency, javaDouble(st.AvgLatency), st.MaxLatency)
 	fmt.Fprintf(b, "Received: %d\nSent: %d\nConnections: %d\nOutstanding: %d\n", st.PacketsReceived, st.PacketsSent, st.Connections, st.Outstanding)
 	fmt.Fprintf(b, "Zxid: 0x%x\nMode: %s\nNode count: %d\n", st.LastZxid, v.Mode, st.Nodes)
-	if v.Mode == Leader {
+	if v.Mode.Leads() {
 		fmt.Fprintf(b, "Proposal sizes last/min/max: %d/%d/%d\n", st.ProposalLast, st.ProposalMin, st.ProposalMax)
 	}
 }
@@ -148,10 +150,14 @@ func monitorValues(v *view) []monitorValue {
 		{"max_latency", st.MaxLatency},
 		{"bytes_received_count", st.BytesReceived},
 	}
-	if v.Mode == Leader {
-		synced := 0
+	if v.Mode.Leads() {
+		synced, observers := 0, 0
 		for _, m := range r.Members {
-			if m.ID != r.NodeID && m.Voter {
+			switch {
+			case m.ID == r.NodeID:
+			case m.Role == membership.Observer:
+				observers++
+			case m.Voter:
 				synced++
 			}
 		}
@@ -159,7 +165,7 @@ func monitorValues(v *view) []monitorValue {
 			monitorValue{"learners", len(r.Members) - 1},
 			monitorValue{"synced_followers", synced},
 			monitorValue{"synced_non_voting_followers", 0},
-			monitorValue{"synced_observers", 0},
+			monitorValue{"synced_observers", observers},
 			monitorValue{"pending_syncs", 0},
 			monitorValue{"last_proposal_size", st.ProposalLast},
 			monitorValue{"max_proposal_size", st.ProposalMax},

@@ -258,7 +258,7 @@ func (m *Monitor) servePanel(w http.ResponseWriter, r *http.Request, p *panel) {
 	}
 	v, memo := m.shared(p.parts | PartStats | PartReplication)
 	q := &uiRequest{r: r, v: v, memo: memo, src: m.src, self: v.Replication.NodeID}
-	if v.Mode == Standalone {
+	if !v.Mode.Replicated() {
 		q.self = 0
 	}
 	data, err := p.data(q)

@@ -47,7 +47,7 @@ type ensembleView struct {
 
 func ensembleData(q *uiRequest) (any, error) {
 	v := q.v
-	ev := &ensembleView{V: v, Single: v.Mode == Standalone}
+	ev := &ensembleView{V: v, Single: !v.Mode.Replicated()}
 	number := func(key string) uint64 {
 		n, _ := strconv.ParseUint(v.Replication.Raft[key], 10, 64)
 		return n

@@ -70,7 +70,7 @@ type sessionsView struct {
 
 func sessionsData(q *uiRequest) (any, error) {
 	v := q.v
-	sv := &sessionsView{Timers: v.Mode != Follower, Leader: v.Replication.LeaderID}
+	sv := &sessionsView{Timers: v.Mode.RunsSessionTimers(), Leader: v.Replication.LeaderID}
 	row := func(s Session) sessionRow {
 		r := sessionRow{Session: s, Self: q.self}
 		if !s.LastHeard.IsZero() {

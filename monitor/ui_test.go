@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hutchzk/hutch/trace"
+
+	"github.com/hutchzk/hutch/membership"
 )
 
 // TestUIGuard: the view is read-only, answers a loopback address's
@@ -92,7 +94,7 @@ func TestAdminServesUI(t *testing.T) {
 // TestUIPanelsRender: every panel renders the fixture, leader and
 // follower, whole and as the fragment its script redraws.
 func TestUIPanelsRender(t *testing.T) {
-	for _, mode := range []string{Standalone, Leader, Follower} {
+	for _, mode := range []membership.State{Standalone, Leader, Follower} {
 		h := newMonitor(t, ensemble(mode), Config{}).UIHandler("127.0.0.1:0")
 		for _, p := range panels {
 			for _, q := range []string{"", "?fragment=1", "?session=0x100000000000001", "?page=99"} {

@@ -13,10 +13,12 @@ import (
 
 // fsm is the raft.FSM over a zkdb.DB: committed entries are applied to the
 // DB, snapshots are the DB's own, and it lets callers wait for an index
-// to be applied. Besides Raft's own goroutine, a follower's commit
-// notices apply entries (applyCommitted): the DB skips any index at or
-// below the last it applied, so each entry takes effect once, from
-// whichever applies it first, and each source goes in log order.
+// to be applied. Configuration entries are applied too (it is a
+// raft.ConfigurationStore), so the DB records who Raft replicates to at
+// its place in the log. Besides Raft's own goroutine, a follower's commit
+// notices apply entries of both kinds (applyCommitted): the DB skips any
+// index at or below the last it applied, so each entry takes effect once,
+// from whichever applies it first, and each source goes in log order.
 type fsm struct {
 	db  *zkdb.DB
 	log *slog.Logger
@@ -43,6 +45,17 @@ func (f *fsm) Apply(l *raft.Log) any {
 	f.applied(l.Index, l.Term)
 	return l.Index
 }
+
+// StoreConfiguration applies a committed configuration entry
+// (raft.ConfigurationStore).
+func (f *fsm) StoreConfiguration(index uint64, c raft.Configuration) {
+	if index > f.db.Applied() { // else a commit notice applied it already
+		f.db.ApplyReplicas(index, replicasOf(c))
+	}
+	f.wake()
+}
+
+var _ raft.ConfigurationStore = (*fsm)(nil)
 
 func (f *fsm) decode(l *raft.Log) zkdb.Batch {
 	b, err := zkdb.DecodeEntry(l.Data)
@@ -109,11 +122,16 @@ func (f *fsm) applyCommitted(logs raft.LogStore, index, term uint64) bool {
 		if err != nil {
 			return false // compacted under a snapshot, which covers it
 		}
-		if l.Type != raft.LogCommand || l.Index <= f.db.Applied() {
+		if l.Index <= f.db.Applied() {
 			continue
 		}
-		f.db.Apply(f.decode(l), l.Index)
-		f.applied(l.Index, l.Term)
+		switch l.Type {
+		case raft.LogCommand:
+			f.db.Apply(f.decode(l), l.Index)
+			f.applied(l.Index, l.Term)
+		case raft.LogConfiguration:
+			f.StoreConfiguration(l.Index, raft.DecodeConfiguration(l.Data))
+		}
 	}
 	return true
 }

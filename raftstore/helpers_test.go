@@ -171,7 +171,11 @@ func startCluster(tb testing.TB, n int, mod func(*Config)) []*node {
 		}
 	}
 	for _, nd := range nodes[1:] {
-		if err := nodes[0].AddVoter(nd.cfg.NodeID, nd.Addr()); err != nil {
+		_, prev, err := nodes[0].Configuration()
+		if err == nil {
+			err = nodes[0].AddVoter(nd.cfg.NodeID, nd.Addr(), prev)
+		}
+		if err != nil {
 			tb.Fatalf("add voter %d: %v", nd.cfg.NodeID, err)
 		}
 	}

@@ -3,34 +3,16 @@ package raftstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hutchzk/hutch/membership"
+	"github.com/hutchzk/hutch/tree"
+	"github.com/hutchzk/hutch/wire"
 	"github.com/hutchzk/hutch/zkdb"
 )
-
-// Role is a node's part in its ensemble.
-type Role uint8
-
-// The roles. Standalone is a single node that replicates nothing; its
-// server orders writes itself.
-const (
-	Standalone Role = iota
-	Leader
-	Follower
-)
-
-// String is the role as srvr's Mode line says it.
-func (r Role) String() string {
-	switch r {
-	case Leader:
-		return "leader"
-	case Follower:
-		return "follower"
-	}
-	return "standalone"
-}
 
 // Events is what a Node tells the server it replicates for. The methods
 // are called from the Node's goroutines and must not block for long.
@@ -363,6 +345,7 @@ func (n *Node) lookAtLeadership(ctx context.Context, w *leadershipWatch, strande
 	n.db.ResetTimers(n.cfg.Clock.Now())
 	n.ready.Store(term)
 	n.cfg.Logger.Info("raft leadership gained", "node", n.cfg.NodeID, "term", term)
+	n.writeFirstMembership()
 	return wait
 }
 
@@ -489,22 +472,30 @@ func (n *Node) CatchUp(ctx context.Context) error {
 	return n.store.WaitApplied(ctx)
 }
 
-// Role is this node's part now: leader or follower.
-func (n *Node) Role() Role {
+// State is this node's part now: the leader, or a follower or an
+// observer as the membership names it.
+func (n *Node) State() membership.State {
 	if n.store.IsLeader() {
-		return Leader
+		return membership.Leading
 	}
-	return Follower
+	if m, ok := n.db.Member(n.cfg.NodeID); ok && !m.Votes() {
+		return membership.Observing
+	}
+	return membership.Following
 }
 
 // Info describes this node's place in its ensemble.
 type Info struct {
-	Role       Role
+	State      membership.State
 	NodeID     uint64
 	LeaderID   uint64 // 0 when no leader is known
 	LeaderAddr string
 	Term       uint64
-	Members    []Member
+	// Members is the membership as the replicated state holds it;
+	// Replicas is Raft's configuration as last committed (who is sent
+	// the log, who votes), in the same order of the log.
+	Members  membership.Config
+	Replicas []zkdb.Replica
 	// LastContact is the leader's last contact with a follower (zero on
 	// the leader); Vouched when the leader last heard of its clients.
 	LastContact, Vouched time.Time
@@ -522,7 +513,7 @@ func (n *Node) Info() Info {
 	st := n.store
 	id, addr := st.Leader()
 	in := Info{
-		Role:       n.Role(),
+		State:      n.State(),
 		NodeID:     n.cfg.NodeID,
 		LeaderID:   id,
 		LeaderAddr: addr,
@@ -532,10 +523,10 @@ func (n *Node) Info() Info {
 		Forwarded:  n.Forwarded(),
 		Vouched:    n.Vouched(),
 	}
-	if in.Role != Leader {
+	if !in.State.Leads() {
 		in.LastContact = st.LastContact()
 	}
-	in.Members, _ = st.Members()
+	in.Members, in.Replicas = n.db.Membership(), n.db.Replicas()
 	return in
 }
 
@@ -544,7 +535,38 @@ func (n *Node) Info() Info {
 func (n *Node) Forwarded() int64 { return n.forwarded.Load() }
 
 // AddMember adds a voting member. Leader only.
-func (n *Node) AddMember(id uint64, addr string) error { return n.store.AddVoter(id, addr) }
+func (n *Node) AddMember(id uint64, addr string) error {
+	_, prev, err := n.store.Configuration()
+	if err != nil {
+		return err
+	}
+	return n.store.AddVoter(id, addr, prev)
+}
 
 // RemoveMember removes a member. Leader only.
-func (n *Node) RemoveMember(id uint64) error { return n.store.RemoveServer(id) }
+func (n *Node) RemoveMember(id uint64) error {
+	_, prev, err := n.store.Configuration()
+	if err != nil {
+		return err
+	}
+	return n.store.RemoveServer(id, prev)
+}
+
+// writeFirstMembership puts the ensemble's first configuration (Members,
+// from its server.N lines) into the log, once the first leader has taken
+// over: from then on the membership is the replicated state's. A later
+// leader finds it there and does nothing; should two leaders both write
+// it, the second finds another version and is refused.
+func (n *Node) writeFirstMembership() {
+	if !n.db.Membership().IsZero() || !slices.ContainsFunc(n.cfg.Members, func(m membership.Member) bool { return m.ID == n.cfg.NodeID }) {
+		return // written already, or this node joined later and knows only part of it
+	}
+	cmd := zkdb.Command{Origin: n.cfg.NodeID, Kind: zkdb.KindReconfig, Txn: tree.Txn{Op: wire.OpReconfig,
+		Req: &zkdb.Outcome{Config: membership.FromMembers(0, n.cfg.Members)}}}
+	enc, err := zkdb.AppendCommands(nil, []zkdb.Command{cmd})
+	if err != nil {
+		n.cfg.Logger.Error("cannot encode the first membership", "err", err)
+		return
+	}
+	n.store.append(enc)
+}

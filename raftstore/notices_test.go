@@ -37,16 +37,22 @@ func TestFollowerHearsCommitsByNotice(t *testing.T) {
 
 // TestApplyCommittedChecksTheTerm: a notice applies entries only when this
 // node's entry at its index has its term, so an entry of an old term that
-// the leader will overwrite is never applied; and only command entries
-// are applied, in order, each once.
+// the leader will overwrite is never applied; and command and
+// configuration entries are applied, in order, each once (a configuration
+// entry as the DB's record of the replicas).
 func TestApplyCommittedChecksTheTerm(t *testing.T) {
 	app := newTestApp()
 	f := &fsm{db: app.db, log: testLogger()}
 	logs := raft.NewInmemStore()
 	entry := func(index, term uint64, typ raft.LogType, path string) *raft.Log {
 		l := &raft.Log{Index: index, Term: term, Type: typ}
-		if typ == raft.LogCommand {
+		switch typ {
+		case raft.LogCommand:
 			l.Data = zkdb.AppendEntry(nil, 1, encode(t, []zkdb.Command{createCommand(1, path)}))
+		case raft.LogConfiguration:
+			l.Data = raft.EncodeConfiguration(raft.Configuration{Servers: []raft.Server{
+				{Suffrage: raft.Voter, ID: "1", Address: "127.0.0.1:7001"},
+				{Suffrage: raft.Nonvoter, ID: "2", Address: "127.0.0.1:7002"}}})
 		}
 		return l
 	}
@@ -68,7 +74,7 @@ func TestApplyCommittedChecksTheTerm(t *testing.T) {
 	}{
 		{"a notice of another term applies nothing", 4, 3, false, 0, nil, []string{"/a", "/b"}},
 		{"an entry not here yet applies nothing", 9, 2, false, 0, nil, []string{"/a"}},
-		{"a matching notice applies every command entry up to it", 4, 2, true, 4, []string{"/a", "/b"}, []string{"/c"}},
+		{"a matching notice applies every command and configuration entry up to it", 4, 2, true, 4, []string{"/a", "/b"}, []string{"/c"}},
 		{"an older notice is a no-op", 2, 1, true, 4, []string{"/a", "/b"}, []string{"/c"}},
 		{"the next notice applies the rest", 5, 2, true, 5, []string{"/c"}, nil},
 	}
@@ -89,6 +95,9 @@ func TestApplyCommittedChecksTheTerm(t *testing.T) {
 				t.Fatalf("%s: %s applied too soon", tc.name, p)
 			}
 		}
+	}
+	if r := app.db.Replicas(); len(r) != 2 || !r[0].Voter || r[1].Voter || r[1].Addr != "127.0.0.1:7002" {
+		t.Fatalf("replicas %+v", r)
 	}
 	// Raft's own apply of the same entries later is skipped.
 	before := len(app.applied)

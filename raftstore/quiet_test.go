@@ -41,7 +41,7 @@ func TestQuietTiming(t *testing.T) {
 		t.Cleanup(func() { n.Close() })
 		nodes, apps = append(nodes, n), append(apps, app)
 		if i == 0 {
-			waitFor(t, 5*time.Second, "node 1 to lead", func() bool { return n.Role() == Leader })
+			waitFor(t, 5*time.Second, "node 1 to lead", func() bool { return n.State().Leads() })
 		} else if err := nodes[0].AddMember(uint64(i+1), n.Store().Addr()); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/hutchzk/hutch/clock"
+	"github.com/hutchzk/hutch/membership"
 	"github.com/hutchzk/hutch/zkdb"
 )
 
@@ -36,6 +38,13 @@ type Config struct {
 	// bootstrap: it waits to be added with AddVoter by the cluster's
 	// leader.
 	Peers map[uint64]string
+	// Members is the ensemble's first configuration as zoo.cfg's server.N
+	// lines give it (roles, election ports and client addresses): Raft
+	// bootstraps from it (observers as non-voters), and the first leader
+	// writes it into the replicated state, whose membership it is from
+	// then on. When it is set, Peers is derived from it; when it is not,
+	// it is derived from Peers (participants without client addresses).
+	Members []membership.Member
 	// DataDir holds raft.db (raft-boltdb) and the snapshots. Without it the
 	// log, term and vote live in memory, which is safe only for a node
 	// that never restarts into its group; a node with peers refuses that
@@ -109,6 +118,30 @@ type Config struct {
 	Answer Answerer
 }
 
+// deriveMembers fills Peers from Members, or Members from Peers.
+func (c *Config) deriveMembers() error {
+	if len(c.Members) == 0 {
+		for _, id := range slices.Sorted(maps.Keys(c.Peers)) {
+			host, port, err := net.SplitHostPort(c.Peers[id])
+			p, perr := strconv.Atoi(port)
+			if err != nil || perr != nil {
+				return fmt.Errorf("raftstore: peer %d: %q is not host:port", id, c.Peers[id])
+			}
+			c.Members = append(c.Members, membership.Member{ID: id, Host: host, QuorumPort: p})
+		}
+		return nil
+	}
+	peers := make(map[uint64]string, len(c.Members))
+	for _, m := range c.Members {
+		if _, dup := peers[m.ID]; dup {
+			return fmt.Errorf("raftstore: member %d is listed twice", m.ID)
+		}
+		peers[m.ID] = m.RaftAddr()
+	}
+	c.Peers = peers
+	return nil
+}
+
 // DefaultElectionTimeout is loose enough that a saturated two-core machine
 // does not lose its leader mid-run (heartbeats go out every 50ms and a
 // follower waits at least 500ms), tight enough that a crash is repaired
@@ -125,6 +158,9 @@ var (
 func (c *Config) check() error {
 	if c.NodeID == 0 {
 		return errors.New("raftstore: node id must be positive")
+	}
+	if err := c.deriveMembers(); err != nil {
+		return err
 	}
 	addrs := make(map[string]uint64, len(c.Peers))
 	for id, addr := range c.Peers {
@@ -351,18 +387,24 @@ func advertise(configured string, bound net.Addr) string {
 }
 
 // bootstrapConfig is the initial membership, or false for a node that waits
-// to be added.
+// to be sent the log: one added later, or an observer (a non-voter, which
+// Raft does not let bootstrap; the voters' configuration names it, so the
+// leader replicates to it from the start).
 func (s *Store) bootstrapConfig() (raft.Configuration, bool) {
 	var c raft.Configuration
 	if len(s.cfg.Peers) == 0 {
 		c.Servers = []raft.Server{{Suffrage: raft.Voter, ID: serverID(s.cfg.NodeID), Address: raft.ServerAddress(s.addr)}}
 		return c, true
 	}
-	if _, ok := s.cfg.Peers[s.cfg.NodeID]; !ok {
+	if !slices.ContainsFunc(s.cfg.Members, func(m membership.Member) bool { return m.ID == s.cfg.NodeID && m.Votes() }) {
 		return c, false
 	}
-	for id, addr := range s.cfg.Peers {
-		c.Servers = append(c.Servers, raft.Server{Suffrage: raft.Voter, ID: serverID(id), Address: raft.ServerAddress(addr)})
+	for _, m := range s.cfg.Members {
+		suffrage := raft.Voter
+		if !m.Votes() {
+			suffrage = raft.Nonvoter
+		}
+		c.Servers = append(c.Servers, raft.Server{Suffrage: suffrage, ID: serverID(m.ID), Address: raft.ServerAddress(m.RaftAddr())})
 	}
 	return c, true
 }
@@ -432,26 +474,26 @@ func (s *Store) Leader() (id uint64, addr string) {
 	return id, string(a)
 }
 
-// Member is one server of the Raft configuration.
-type Member struct {
-	ID    uint64
-	Addr  string
-	Voter bool
-}
-
-// Members returns the latest Raft configuration, by id.
-func (s *Store) Members() ([]Member, error) {
+// Configuration returns Raft's latest configuration (committed or not),
+// by id, and the log index it was written at: the prevIndex a change to
+// it must name, so that changes made from a stale view fail.
+func (s *Store) Configuration() ([]zkdb.Replica, uint64, error) {
 	f := s.raft.GetConfiguration()
 	if err := s.wait(f); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var out []Member
-	for _, srv := range f.Configuration().Servers {
+	return replicasOf(f.Configuration()), f.Index(), nil
+}
+
+// replicasOf is a Raft configuration in the DB's terms, by id.
+func replicasOf(c raft.Configuration) []zkdb.Replica {
+	out := make([]zkdb.Replica, 0, len(c.Servers))
+	for _, srv := range c.Servers {
 		id, _ := strconv.ParseUint(string(srv.ID), 10, 64)
-		out = append(out, Member{ID: id, Addr: string(srv.Address), Voter: srv.Suffrage == raft.Voter})
+		out = append(out, zkdb.Replica{ID: id, Addr: string(srv.Address), Voter: srv.Suffrage == raft.Voter})
 	}
-	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
-	return out, nil
+	slices.SortFunc(out, func(a, b zkdb.Replica) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }
 
 // Barrier waits until every entry committed before it has been applied
@@ -562,15 +604,30 @@ func (s *Store) askLeaderIndex() (uint64, error) {
 // TrailingLogs entries.
 func (s *Store) Snapshot() error { return s.wait(s.raft.Snapshot()) }
 
-// AddVoter adds a voting member. Leader only; it returns once the new
+// The changes below are Raft's single-server membership changes. Each is
+// leader only, names the index of the configuration it changes
+// (Configuration), and fails if that is no longer the latest: two changes
+// made from the same view cannot both apply. Each returns once the new
 // configuration is committed.
-func (s *Store) AddVoter(id uint64, addr string) error {
-	return s.wait(s.raft.AddVoter(serverID(id), raft.ServerAddress(addr), 0, opTimeout))
+
+// AddVoter adds a voting member, or makes a non-voter vote.
+func (s *Store) AddVoter(id uint64, addr string, prevIndex uint64) error {
+	return s.wait(s.raft.AddVoter(serverID(id), raft.ServerAddress(addr), prevIndex, opTimeout))
 }
 
-// RemoveServer removes a member. Leader only.
-func (s *Store) RemoveServer(id uint64) error {
-	return s.wait(s.raft.RemoveServer(serverID(id), 0, opTimeout))
+// AddNonvoter adds a member that is sent the log but does not vote.
+func (s *Store) AddNonvoter(id uint64, addr string, prevIndex uint64) error {
+	return s.wait(s.raft.AddNonvoter(serverID(id), raft.ServerAddress(addr), prevIndex, opTimeout))
+}
+
+// DemoteVoter keeps a member as a non-voter.
+func (s *Store) DemoteVoter(id uint64, prevIndex uint64) error {
+	return s.wait(s.raft.DemoteVoter(serverID(id), prevIndex, opTimeout))
+}
+
+// RemoveServer removes a member.
+func (s *Store) RemoveServer(id uint64, prevIndex uint64) error {
+	return s.wait(s.raft.RemoveServer(serverID(id), prevIndex, opTimeout))
 }
 
 // Stats returns Raft's statistics plus this node's id, address, the

@@ -83,7 +83,7 @@ func followerOf(nodes []*Server, leader *Server) *Server {
 }
 
 // isLeader reports whether s's srvr would say "Mode: leader".
-func isLeader(s *Server) bool { return s.Mode() == "leader" }
+func isLeader(s *Server) bool { return s.State().Leads() }
 
 func digestOf(s *Server) uint64 {
 	d, _ := s.Digest()
@@ -127,7 +127,7 @@ func TestClusterReplicates(t *testing.T) {
 	}
 	modes := map[string]int{}
 	for _, s := range nodes {
-		modes[s.Mode()]++
+		modes[s.State().String()]++
 	}
 	if modes["leader"] != 1 || modes["follower"] != 2 {
 		t.Fatalf("srvr modes %v, want one leader and two followers", modes)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hutchzk/hutch/clock"
+	"github.com/hutchzk/hutch/membership"
 	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/zkdb"
 )
@@ -23,8 +24,9 @@ type replication interface {
 	// Propose queues a command, numbered by the server, with the size of
 	// its client request; false once replication has stopped.
 	Propose(cmd zkdb.Command, size int) bool
-	// Role is this node's part: standalone, leader or follower.
-	Role() raftstore.Role
+	// State is this node's part now: standalone, leader, follower or
+	// observer.
+	State() membership.State
 	// Leading reports whether this node owns session expiry and cleanup
 	// now, and in which leadership term: it leads, has applied what the
 	// previous leader committed, and has started every session's timer
@@ -147,14 +149,14 @@ func (r *localReplication) Propose(cmd zkdb.Command, _ int) bool {
 	}
 }
 
-func (r *localReplication) Role() raftstore.Role           { return raftstore.Standalone }
+func (r *localReplication) State() membership.State        { return membership.Standalone }
 func (r *localReplication) Leading() (uint64, bool)        { return localTerm, true }
 func (r *localReplication) CatchUp(context.Context) error  { return nil }
 func (r *localReplication) Touched(int64)                  {}
 func (r *localReplication) AddMember(uint64, string) error { return ErrNotReplicated }
 func (r *localReplication) RemoveMember(uint64) error      { return ErrNotReplicated }
 func (r *localReplication) Info() raftstore.Info {
-	return raftstore.Info{Role: raftstore.Standalone, NodeID: r.id}
+	return raftstore.Info{State: membership.Standalone, NodeID: r.id}
 }
 
 func (r *localReplication) Close() error {

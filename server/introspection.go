@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hutchzk/hutch/membership"
 	"github.com/hutchzk/hutch/monitor"
 	"github.com/hutchzk/hutch/session"
 	"github.com/hutchzk/hutch/wire"
@@ -24,7 +25,7 @@ func (s *Server) Snapshot(want monitor.Parts) *monitor.Snapshot {
 	if want&monitor.PartReplication != 0 {
 		snap.Mode, snap.Replication = replicationView(s.Replication())
 	} else {
-		snap.Mode = s.Mode()
+		snap.Mode = s.State()
 	}
 	if want&monitor.PartStats != 0 {
 		snap.Stats = s.Stats()
@@ -115,13 +116,30 @@ func (s *Server) Stats() monitor.Stats {
 
 // replicationView is the committer's account of the ensemble in the
 // monitor's terms: the one place the operators' views read it from.
-func replicationView(r ReplicationInfo) (mode string, out monitor.Replication) {
-	out = monitor.Replication{NodeID: r.NodeID, LeaderID: r.LeaderID, LeaderAddr: r.LeaderAddr, Term: r.Term,
-		LastContact: r.LastContact, Raft: r.Raft, DataDir: r.DataDir}
-	for _, m := range r.Members {
-		out.Members = append(out.Members, monitor.Member(m))
+func replicationView(r ReplicationInfo) (membership.State, monitor.Replication) {
+	out := monitor.Replication{NodeID: r.NodeID, LeaderID: r.LeaderID, LeaderAddr: r.LeaderAddr, Term: r.Term,
+		Config: r.Members, LastContact: r.LastContact, Raft: r.Raft, DataDir: r.DataDir}
+	voting := make(map[uint64]bool, len(r.Replicas))
+	for _, rep := range r.Replicas {
+		voting[rep.ID] = rep.Voter
 	}
-	return r.Mode, out
+	for _, m := range r.Members.Members {
+		out.Members = append(out.Members, monitor.Member{ID: m.ID, Addr: m.RaftAddr(), Role: m.Role,
+			Client: m.ClientAddr(), Voter: voting[m.ID]})
+	}
+	if r.Members.IsZero() {
+		// Before the first leader has written the membership (or in a
+		// group that never had one), Raft's configuration is all there is.
+		for _, rep := range r.Replicas {
+			role := membership.Participant
+			if !rep.Voter {
+				role = membership.Observer
+			}
+			out.Members = append(out.Members, monitor.Member{ID: rep.ID, Addr: rep.Addr, Role: role, Voter: rep.Voter})
+		}
+	}
+	slices.SortFunc(out.Members, func(a, b monitor.Member) int { return cmp.Compare(a.ID, b.ID) })
+	return r.State, out
 }
 
 // connectionReports copies every open connection's statistics, oldest
@@ -146,9 +164,9 @@ const introspectionPiece = 256
 // follower reports no timers: the leader's are the ones that expire
 // sessions, and ZooKeeper's learners report none either. Sessions closed
 // while the pieces are read are left out.
-func (s *Server) sessionReports(mode string) []monitor.Session {
+func (s *Server) sessionReports(mode membership.State) []monitor.Session {
 	var buckets []session.Bucket
-	if mode != monitor.Follower {
+	if mode.RunsSessionTimers() {
 		buckets = s.db.ExpiryBuckets()
 	}
 	ids := s.db.SessionIDs()
@@ -170,7 +188,7 @@ func (s *Server) sessionReports(mode string) []monitor.Session {
 	}
 	open := make(map[int64]bool, len(ids))
 	for piece := range slices.Chunk(ids, introspectionPiece) {
-		if mode != monitor.Follower {
+		if mode.RunsSessionTimers() {
 			for i, at := range s.db.LastTouches(piece) {
 				get(piece[i]).LastHeard = at
 			}

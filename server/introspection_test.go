@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hutchzk/hutch/membership"
 	"github.com/hutchzk/hutch/monitor"
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/wire"
@@ -41,7 +42,7 @@ func TestSnapshot(t *testing.T) {
 	}
 
 	header := s.Snapshot(0)
-	if !header.Serving || header.Mode != monitor.Standalone || header.Server.ClientAddr != s.Addr().String() ||
+	if !header.Serving || header.Mode != membership.Standalone || header.Server.ClientAddr != s.Addr().String() ||
 		header.Server.MaxSessionTimeout != s.cfg.MaxSessionTimeout || header.Taken.Before(header.Server.Started) {
 		t.Errorf("header: %+v", header)
 	}
@@ -109,7 +110,7 @@ func TestSnapshotFollower(t *testing.T) {
 		return len(follower.Snapshot(monitor.PartSessions).Sessions) == 2
 	})
 	snap := follower.Snapshot(monitor.PartSessions | monitor.PartReplication)
-	if snap.Mode != monitor.Follower || snap.Replication.LeaderID != leader.nodeID || len(snap.Replication.Members) != 3 {
+	if snap.Mode != membership.Following || snap.Replication.LeaderID != leader.nodeID || len(snap.Replication.Members) != 3 {
 		t.Errorf("follower's replication: %s %+v", snap.Mode, snap.Replication)
 	}
 	for _, se := range snap.Sessions {

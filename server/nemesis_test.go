@@ -99,7 +99,7 @@ func (c *inprocCluster) ClientAddrs() []string {
 func (c *inprocCluster) Leader() int {
 	leader := -1
 	for i := range c.nodes {
-		if s := c.server(i); s != nil && s.Mode() == "leader" {
+		if s := c.server(i); s != nil && s.State().Leads() {
 			if leader >= 0 {
 				return -1
 			}

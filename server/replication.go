@@ -5,21 +5,26 @@ import (
 	"errors"
 	"time"
 
-	"github.com/hutchzk/hutch/tree"
-
+	"github.com/hutchzk/hutch/membership"
 	"github.com/hutchzk/hutch/raftstore"
+	"github.com/hutchzk/hutch/tree"
+	"github.com/hutchzk/hutch/zkdb"
 )
 
 // ReplicationInfo describes this node's place in its ensemble, for the
 // four-letter words, the admin commands and the metrics. A standalone
-// node has only Mode set.
+// node has only State set.
 type ReplicationInfo struct {
-	Mode        string // standalone, leader or follower
-	NodeID      uint64
-	LeaderID    uint64 // 0 when no leader is known
-	LeaderAddr  string
-	Term        uint64
-	Members     []raftstore.Member
+	State      membership.State
+	NodeID     uint64
+	LeaderID   uint64 // 0 when no leader is known
+	LeaderAddr string
+	Term       uint64
+	// Members is the membership as the replicated state holds it (what
+	// /zookeeper/config says), Replicas Raft's committed configuration
+	// (who is sent the log, who votes), both read from the DB.
+	Members     membership.Config
+	Replicas    []zkdb.Replica
 	LastContact time.Time // the leader's last contact; zero on the leader
 	// Raft holds hashicorp/raft's statistics (commit_index, applied_index,
 	// last_log_index, last_snapshot_index, ...) as numbers where they are.
@@ -31,11 +36,11 @@ type ReplicationInfo struct {
 // Replication reports this node's place in its ensemble.
 func (s *Server) Replication() ReplicationInfo {
 	if s.repl == nil {
-		return ReplicationInfo{Mode: raftstore.Standalone.String(), NodeID: s.nodeID}
+		return ReplicationInfo{State: membership.Standalone, NodeID: s.nodeID}
 	}
 	in := s.repl.Info()
-	return ReplicationInfo{Mode: in.Role.String(), NodeID: in.NodeID, LeaderID: in.LeaderID, LeaderAddr: in.LeaderAddr,
-		Term: in.Term, Members: in.Members, LastContact: in.LastContact, Raft: in.Raft, DataDir: in.DataDir}
+	return ReplicationInfo{State: in.State, NodeID: in.NodeID, LeaderID: in.LeaderID, LeaderAddr: in.LeaderAddr,
+		Term: in.Term, Members: in.Members, Replicas: in.Replicas, LastContact: in.LastContact, Raft: in.Raft, DataDir: in.DataDir}
 }
 
 // catchUp brings this node's state up to every write committed before the

@@ -14,8 +14,8 @@ import (
 
 	"github.com/hutchzk/hutch/internal/netaddr"
 
+	"github.com/hutchzk/hutch/membership"
 	"github.com/hutchzk/hutch/monitor"
-	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/session"
 	"github.com/hutchzk/hutch/trace"
 	"github.com/hutchzk/hutch/zkdb"
@@ -303,16 +303,14 @@ func (s *Server) Close() error {
 // digests at equal zxids mean two nodes hold identical trees.
 func (s *Server) Digest() (digest uint64, lastZxid int64) { return s.db.Digest() }
 
-// Role is this node's part in its ensemble now.
-func (s *Server) Role() raftstore.Role {
+// State is this node's part in its ensemble now (its String is srvr's
+// Mode line).
+func (s *Server) State() membership.State {
 	if s.repl == nil {
-		return raftstore.Standalone
+		return membership.Standalone
 	}
-	return s.repl.Role()
+	return s.repl.State()
 }
-
-// Mode is srvr's Mode line: standalone, leader or follower.
-func (s *Server) Mode() string { return s.Role().String() }
 
 // acceptLoop serves one client port; wrap, when not nil, turns each
 // accepted socket into the connection served (TLS on the secure port).

@@ -233,6 +233,7 @@ func configure(fs *pflag.FlagSet, f *flags, logger *slog.Logger) (server.Config,
 		token = string(b)
 	}
 	if replication != nil {
+		replication.Members = file.members
 		replication.Logger = logger
 		replication.ElectionTimeout = f.electionTO
 		replication.LogStore = f.logStore

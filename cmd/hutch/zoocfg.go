@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/hutchzk/hutch/membership"
 	"github.com/hutchzk/hutch/server"
 	"github.com/hutchzk/hutch/zoocfg"
 )
@@ -28,6 +29,9 @@ type fileSettings struct {
 	syncLimit       int
 	dataLogDir      string
 	jaasSection     string
+	// members are the server.N lines when they make an ensemble: its
+	// first configuration, client addresses and all.
+	members []membership.Member
 }
 
 // builtinAuthProviders are the authProvider.N classes whose scheme hutch
@@ -120,6 +124,7 @@ func applyZooCfg(path string, fs *pflag.FlagSet, f *flags, logger *slog.Logger) 
 	}
 
 	s := fileSettings{
+		members:         ensembleMembers(zc, given),
 		fourLetterWords: zc.FourLetterWords,
 		initLimit:       zc.InitLimit,
 		syncLimit:       zc.SyncLimit,
@@ -151,13 +156,26 @@ func warnZooKeeperData(dataDir string, logger *slog.Logger) {
 	}
 }
 
+// ensembleMembers are the server.N lines, when they make the ensemble
+// (not overridden by --peers).
+func ensembleMembers(zc *zoocfg.Config, given func(string) bool) []membership.Member {
+	if !zc.Distributed() || given("peers") {
+		return nil
+	}
+	var out []membership.Member
+	for _, id := range slices.Sorted(maps.Keys(zc.Servers)) {
+		out = append(out, zc.Servers[id].Member)
+	}
+	return out
+}
+
 // applyServers turns server.N lines into the ensemble flags: this node's
 // id from myid, and every member's host:quorumPort as its Raft address.
 func applyServers(path string, zc *zoocfg.Config, given func(string) bool, f *flags, logger *slog.Logger) error {
 	ids := slices.Sorted(maps.Keys(zc.Servers))
 	for _, id := range ids {
 		s := zc.Servers[id]
-		if s.Role == zoocfg.Observer {
+		if s.Role == membership.Observer {
 			return &zoocfg.Error{File: path, Line: s.Line, Key: fmt.Sprintf("server.%d", id),
 				Err: errors.New("observers are not supported: every hutch member is a Raft voter; make it a participant or remove the line")}
 		}

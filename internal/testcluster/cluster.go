@@ -174,7 +174,7 @@ func (c *Cluster) Member(n int) (*Member, error) {
 func (c *Cluster) Members() []*Member { return slices.Clone(c.members) }
 
 // leads reports whether srv says it is the Raft leader.
-func leads(srv *server.Server) bool { return srv.Mode() == "leader" }
+func leads(srv *server.Server) bool { return srv.State().Leads() }
 
 // LeaderNow returns the leader a majority of the ensemble agrees on now,
 // as etcd's tests ask of theirs: a member that says it leads, and with

@@ -297,7 +297,7 @@ func (h *handler) members(*http.Request) (any, error) {
 	for i, m := range h.c.Members() {
 		v := memberView{Member: i + 1, Address: h.o.Addrs[i], Role: "stopped", Paused: h.c.Paused(i + 1)}
 		if srv := m.Server(); srv != nil {
-			v.Running, v.Role, v.Leader = true, srv.Mode(), int(srv.Replication().LeaderID)
+			v.Running, v.Role, v.Leader = true, srv.State().String(), int(srv.Replication().LeaderID)
 		}
 		out = append(out, v)
 	}
