@@ -111,6 +111,7 @@ func (d *DB) Load(t *tree.Tree, applied uint64, lastTime int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.tree, d.owners, d.applied, d.lastTime = t, make(map[int64]*owner), applied, lastTime
+	d.members, d.replicas = membership.Config{}, nil
 	d.digests = nil
 	d.timersMu.Lock()
 	d.resetTimersLocked(now)
