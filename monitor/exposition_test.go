@@ -46,7 +46,7 @@ func TestMetricsExposition(t *testing.T) {
 // TestMetricsHandler: /metrics answers the text format's content type,
 // gzipped for a scraper that accepts it.
 func TestMetricsHandler(t *testing.T) {
-	h := prometheus.Handler(monitor.MetricsFixture(t, monitor.Leader))
+	h := prometheus.Handler(monitor.MetricsFixture(t, "leader"))
 	for _, gz := range []bool{false, true} {
 		r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 		if gz {
