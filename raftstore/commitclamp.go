@@ -16,6 +16,18 @@ import "github.com/hashicorp/raft"
 // Clamping each request's commit index to its own last entry restores the
 // paper's rule; commits past it arrive with the next request, or earlier
 // by a commit notice, which checks the term itself.
+//
+// Re-checked against hashicorp/raft v1.8.0 (2026-11-27): appendEntries
+// still takes min(LeaderCommitIndex, getLastIndex()), and the unclamped
+// half of TestFollowerCommitsOnlyWhatTheLeaderSent still commits the stale
+// entry, so the clamp stays. hutch stays on v1.7.3: v1.8.0 requires
+// hashicorp/go-metrics v0.7.0, which dropped the go-metrics/compat package
+// that raft-boltdb v2.3.1 (its newest release) imports, so the module
+// builds only with a replace directive, which Go programs importing hutch
+// (hutchtest, an embedded ensemble) do not inherit: their builds would
+// fail. v1.8.0's gain, a persisted commit index (RestoreCommittedLogs),
+// would save replaying the log on a restart that hutch already does faster
+// than ZooKeeper (docs/performance.md).
 
 // clampCommit lowers a's commit index to the last entry it vouches for.
 func clampCommit(a *raft.AppendEntriesRequest) {
