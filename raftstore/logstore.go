@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
@@ -193,7 +194,9 @@ func openBolt(dir string) (*logStore, error) {
 		Path: filepath.Join(dir, "raft.db"),
 		// The freelist is rebuilt on open instead of written with every
 		// commit: fewer pages per fsynced append.
-		BoltOptions: &bbolt.Options{NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
+		// A directory another process holds is refused after a second
+		// rather than waited for forever.
+		BoltOptions: &bbolt.Options{NoFreelistSync: true, FreelistType: bbolt.FreelistMapType, Timeout: time.Second},
 	})
 	if err != nil {
 		return nil, err

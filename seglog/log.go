@@ -57,6 +57,7 @@ type Log struct {
 	// every change, since what reached the disk is unknown.
 	failed error
 	closed bool
+	lock   *os.File // held while open (lockDir)
 }
 
 // segment is one file: its first index, where each record starts, and
@@ -106,7 +107,11 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, opts: opts, log: opts.Logger}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, opts: opts, log: opts.Logger, lock: lock}
 	if err := l.recover(); err != nil {
 		l.closeFiles()
 		return nil, err
@@ -519,7 +524,7 @@ func (l *Log) Close() error {
 }
 
 func (l *Log) closeFiles() error {
-	var errs []error
+	errs := []error{l.lock.Close()}
 	for _, s := range l.segs {
 		errs = append(errs, s.f.Close())
 	}

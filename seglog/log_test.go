@@ -76,6 +76,9 @@ func TestLogAppendsRotatesAndDeletes(t *testing.T) {
 	opts := Options{SegmentEntries: 10}
 	l := open(t, dir, opts)
 	check(t, l, 0, 0, term1)
+	if _, err := Open(dir, opts); err == nil {
+		t.Fatal("a second Open of a directory in use succeeded")
+	}
 	for i := uint64(1); i <= 45; i += 5 {
 		store(t, l, i, i+4, 1)
 	}

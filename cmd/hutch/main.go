@@ -39,6 +39,9 @@ func run(args []string) error {
 	if len(args) > 0 && args[0] == "bench" {
 		return bench.Main(args[1:]) // hutch bench: workloads against any ZooKeeper-compatible server
 	}
+	if len(args) > 0 && args[0] == "log-store" {
+		return runLogStore(args[1:]) // moving a data directory to another log store
+	}
 	if len(args) > 0 && (args[0] == "import" || args[0] == "export") {
 		return runMigration(args[0], args[1:]) // moving data in from ZooKeeper and back out
 	}

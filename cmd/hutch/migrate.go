@@ -55,7 +55,7 @@ func runMigration(cmd string, args []string) error {
 		fs.StringVar(&zkLog, "zookeeper-log-dir", "", "ZooKeeper's dataLogDir (transaction logs), when not the dataDir")
 		fs.StringVar(&zkConfig, "zookeeper-config", "", "read dataDir and dataLogDir from ZooKeeper's zoo.cfg")
 		fs.StringVar(&peers, "peers", "", "the ensemble the data directory is for, as the members' --peers (default: a single node)")
-		fs.StringVar(&logStore, "log-store", "", "the Raft log store the data directory gets (bolt or wal; default bolt)")
+		fs.StringVar(&logStore, "log-store", "", "the Raft log store the data directory gets (seglog, bolt or wal; default seglog)")
 		fs.BoolVar(&follow, "follow", false, "after the import, keep replaying new log entries of the running ZooKeeper until interrupted (SIGINT/SIGTERM), then write the data directory")
 		fs.DurationVar(&checkpoint, "checkpoint-interval", time.Minute, "with --follow, how often the data directory is rewritten with what has been replayed so far (0: only at the end)")
 	}
