@@ -63,6 +63,11 @@ type pipe struct {
 	// heard is when the last answer arrived (unix nanos), to tell a
 	// silent leader from a slow one.
 	heard atomic.Int64
+	// retired is set once the leader refused a command frame as not the
+	// leader: it refuses every later one on this connection, so new
+	// frames go to a new pipe, even should the same node lead again, and
+	// this one closes once nothing waits on it.
+	retired atomic.Bool
 
 	mu     sync.Mutex // guards calls, nextID and broken
 	calls  map[uint32]*pipeCall
@@ -248,7 +253,8 @@ var errPipeSilent = errors.New("the leader answered nothing before the call time
 
 // pipeTo returns a pipe to addr: an idle one, else a new one while fewer
 // than maxPipes exist, else the least loaded. Pipes to any other address
-// (a former leader) are closed once nothing waits on them.
+// (a former leader), and retired ones, are closed once nothing waits on
+// them.
 func (s *Store) pipeTo(addr string, deadline time.Time) (*pipe, error) {
 	s.fwdMu.Lock()
 	if s.closed {
@@ -260,7 +266,7 @@ func (s *Store) pipeTo(addr string, deadline time.Time) (*pipe, error) {
 	var stale []*pipe
 	for _, p := range s.pipes {
 		load := p.load()
-		if p.addr != addr {
+		if p.addr != addr || p.retired.Load() {
 			if load == 0 {
 				stale = append(stale, p)
 			}
@@ -364,6 +370,9 @@ func (s *Store) roundTrip(ctx context.Context, addr string, kind byte, payload [
 	pc := p.send(kind, payload)
 	select {
 	case r := <-pc.res:
+		if kind == frameCommands && r.err == nil && r.status == statusNotLeader {
+			p.retired.Store(true)
+		}
 		return r.v, r.v2, r.status, r.err
 	case <-ctx.Done():
 		p.forget(pc)
