@@ -22,7 +22,11 @@ import (
 // concurrent syncs share one question to the leader, so the storm only
 // queues: every create and every sync succeeds.
 func TestSyncStormOnFollower(t *testing.T) {
-	nodes := startCluster(t, 3, 200*time.Millisecond)
+	// Roomy election timeouts: on a loaded machine an election would make
+	// the follower drop its clients, which is not what is tested here.
+	nodes := startClusterOn(t, nil, 3, 200*time.Millisecond, func(_ uint64, cfg *Config) {
+		cfg.Raft.ElectionTimeout = 3 * time.Second
+	})
 	follower := followerOf(nodes, leaderOf(nodes))
 	addr := follower.Addr().String()
 
