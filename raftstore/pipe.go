@@ -29,13 +29,14 @@ import (
 //
 //	uint32 id | status | uint64 value | uint64 value2
 //
-// Command and touch frames are served in the order they arrive, on the
-// connection's reading goroutine, so one pipe's commands enter the log in
-// the order sent; once the leader has refused a command frame as not the
-// leader it refuses every later one on that connection, so no later batch
-// overtakes one to be retried. Index and notice frames wait (for a
-// barrier, for an entry to apply) and are served beside the reading, at
-// most maxPipeWaiting at once per connection; past that the leader stops
+// Command frames are served in the order they arrive, on the connection's
+// reading goroutine, so one pipe's commands enter the log in the order
+// sent; once the leader has refused a command frame as not the leader it
+// refuses every later one on that connection, so no later batch overtakes
+// one to be retried. Index, notice and touch frames are served beside the
+// reading (they wait for a barrier or an entry to apply, and a report of
+// client activity must not wait for Raft to take commands), at most
+// maxPipeWaiting at once per connection; past that the leader stops
 // reading, and the follower's writes wait in TCP's buffers.
 //
 // A frame fails only when its outcome is really unknown: it was written
@@ -376,9 +377,13 @@ func (s *Store) roundTrip(ctx context.Context, addr string, kind byte, payload [
 		return r.v, r.v2, r.status, r.err
 	case <-ctx.Done():
 		p.forget(pc)
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) && p.heard.Load() < began {
-			// Nothing at all came back on this pipe while we waited: the
-			// leader is gone or cut off, so stop sending it frames.
+		if heard := p.heard.Load(); errors.Is(ctx.Err(), context.DeadlineExceeded) && heard < began &&
+			time.Since(time.Unix(0, heard)) >= s.cfg.ForwardTimeout {
+			// Nothing at all came back on this pipe while we waited, nor
+			// for a forward's whole timeout: the leader is gone or cut
+			// off, so stop sending it frames. A short call (an activity
+			// report) timing out alone says only that the leader is
+			// slow, and must not fail the frames sharing the pipe.
 			p.fail(errPipeSilent)
 		}
 		return 0, 0, 0, ctx.Err()
@@ -465,7 +470,10 @@ func (s *Store) handlePipe(c net.Conn) {
 			return
 		}
 		switch kind {
-		case frameIndex, frameNotice:
+		case frameIndex, frameNotice, frameTouches:
+			// Touches too: a report of client activity must not wait
+			// behind commands that wait for Raft to take them, or the
+			// leader could expire sessions whose clients are answered.
 			select {
 			case slots <- struct{}{}:
 			case <-s.stop:
@@ -486,8 +494,7 @@ func (s *Store) handlePipe(c net.Conn) {
 			refusing = status == statusNotLeader
 			reply(id, status, v, v2)
 		default:
-			status, v, v2 := s.serveFrame(kind, frame)
-			reply(id, status, v, v2)
+			reply(id, statusFailed, 0, 0)
 		}
 		if cap(frame) > 1<<20 {
 			frame = nil
