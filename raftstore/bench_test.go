@@ -225,3 +225,116 @@ func BenchmarkLogAppend(b *testing.B) {
 		b.ReportMetric(float64(lat[k][len(lat[k])*99/100].Microseconds())/1000, kind+"-p99-ms")
 	}
 }
+
+// BenchmarkFollowerWriteStages takes a lone write through a follower apart,
+// one write at a time on a three-node cluster with its logs on disk
+// (seglog, the default). From the forward (t0), in series:
+//
+//   - leader-append: the leader's log store returned (the frame's trip,
+//     Raft's batching, the leader's fsync);
+//   - follower-append: this follower's log store returned (the entry's
+//     trip to it and its fsync);
+//   - leader-apply: the leader applied it (the append's answer, the
+//     commit, the FSM);
+//   - follower-apply: this follower applied it (the commit notice, then
+//     its own apply);
+//
+// and beside them forward: the leader's answer to the forward (Forward
+// returns), which travels while the leader appends. Each is reported as
+// the p50 of its own duration, and the total's p50 and p99; the log
+// store's own p50 (BenchmarkLogAppend) twice is the disk's floor under
+// the total.
+func BenchmarkFollowerWriteStages(b *testing.B) {
+	var (
+		mu     sync.Mutex
+		armed  bool
+		stored = map[uint64]time.Time{} // node → when its first store after t0 returned
+	)
+	nodes := startCluster(b, 3, func(c *Config) {
+		c.DataDir = b.TempDir()
+		id := c.NodeID
+		c.onStored = func(uint64) {
+			now := time.Now()
+			mu.Lock()
+			if _, ok := stored[id]; armed && !ok {
+				stored[id] = now
+			}
+			mu.Unlock()
+		}
+		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
+	})
+	leader := waitLeader(b, 5*time.Second, nodes...)
+	f := followers(nodes, leader)[0]
+	applied := func(n *node) chan time.Time {
+		ch := make(chan time.Time, 16)
+		n.app.mu.Lock()
+		n.app.onApplied = func(uint64) {
+			select {
+			case ch <- time.Now():
+			default:
+			}
+		}
+		n.app.mu.Unlock()
+		return ch
+	}
+	leaderApplied, followerApplied := applied(leader), applied(f)
+	stages := []string{"forward", "leader-append", "follower-append", "leader-apply", "follower-apply"}
+	lat := make([][]time.Duration, len(stages))
+	var total []time.Duration
+	skipped := 0
+	b.ResetTimer()
+	for i := range b.N {
+		cmd := createCommand(f.cfg.NodeID, fmt.Sprintf("/st%d", i))
+		enc := encode(b, []zkdb.Command{cmd})
+		mu.Lock()
+		clear(stored)
+		armed = true
+		mu.Unlock()
+		t0 := time.Now()
+		if err := f.Forward(context.Background(), enc); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		var tl, tf time.Time
+		for _, w := range []struct {
+			ch chan time.Time
+			at *time.Time
+		}{{leaderApplied, &tl}, {followerApplied, &tf}} {
+			select {
+			case *w.at = <-w.ch:
+			case <-time.After(10 * time.Second):
+				b.Fatalf("write %d not applied within 10s", i)
+			}
+		}
+		mu.Lock()
+		armed = false
+		ls, fs := stored[leader.cfg.NodeID], stored[f.cfg.NodeID]
+		mu.Unlock()
+		if ls.IsZero() || fs.IsZero() || ls.After(fs) || fs.After(tf) {
+			// A snapshot, or the stores' order not what a lone write's
+			// is: not a sample of the path.
+			skipped++
+			continue
+		}
+		// The forward's answer travels back while the leader appends:
+		// it is timed on its own; the rest are in series.
+		lat[0] = append(lat[0], t1.Sub(t0))
+		prev := t0
+		for k, m := range []time.Time{ls, fs, tl, tf} {
+			lat[k+1] = append(lat[k+1], m.Sub(prev))
+			prev = m
+		}
+		total = append(total, tf.Sub(t0))
+	}
+	b.StopTimer()
+	p := func(d []time.Duration, q int) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)*q/100].Microseconds()) / 1000
+	}
+	for k, name := range stages {
+		b.ReportMetric(p(lat[k], 50), name+"-p50-ms")
+	}
+	b.ReportMetric(p(total, 50), "total-p50-ms")
+	b.ReportMetric(p(total, 99), "total-p99-ms")
+	b.ReportMetric(float64(skipped), "skipped")
+}

@@ -23,6 +23,8 @@ type testApp struct {
 	restores int
 	// seen, when set, receives every applied command's Seq.
 	seen chan uint64
+	// onApplied, when set, is called with every applied command's Seq.
+	onApplied func(seq uint64)
 }
 
 func newTestApp() *testApp {
@@ -36,8 +38,11 @@ func (a *testApp) Notify(int64, *wire.WatcherEvent, *tree.Event) {}
 func (a *testApp) Applied(e *zkdb.Effects) {
 	a.mu.Lock()
 	a.applied = append(a.applied, *e.Command)
-	seen := a.seen
+	seen, onApplied := a.seen, a.onApplied
 	a.mu.Unlock()
+	if onApplied != nil {
+		onApplied(e.Command.Seq)
+	}
 	if seen != nil {
 		select {
 		case seen <- e.Command.Seq:

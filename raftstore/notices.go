@@ -64,16 +64,17 @@ func (n *notices) newest() notice {
 	return n.latest
 }
 
-// storedLogs is the log store with a hook run after every store: an entry
-// that arrives after the notice covering it is applied then.
+// storedLogs is the log store with a hook run after every store, given
+// the last index stored: an entry that arrives after the notice covering
+// it is applied then.
 type storedLogs struct {
 	raft.LogStore
-	stored func()
+	stored func(last uint64)
 }
 
 func (l storedLogs) StoreLog(e *raft.Log) error {
 	err := l.LogStore.StoreLog(e)
-	l.stored()
+	l.stored(e.Index)
 	return err
 }
 
@@ -87,7 +88,9 @@ func (l storedLogs) IsMonotonic() bool {
 
 func (l storedLogs) StoreLogs(es []*raft.Log) error {
 	err := l.LogStore.StoreLogs(es)
-	l.stored()
+	if len(es) > 0 {
+		l.stored(es[len(es)-1].Index)
+	}
 	return err
 }
 

@@ -116,6 +116,10 @@ type Config struct {
 	// Answer answers the questions other members put with Store.Ask
 	// (ask.go); nil answers none.
 	Answer Answerer
+
+	// onStored, for tests, is told the last index of every append to the
+	// log once the store has returned (BenchmarkFollowerWriteStages).
+	onStored func(last uint64)
 }
 
 // deriveMembers fills Peers from Members, or Members from Peers.
@@ -346,7 +350,12 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 	rc.Logger = newHCLogger(s.log, "raft")
 	s.reloadable = reloadableOf(rc)
 
-	logs = storedLogs{LogStore: logs, stored: s.notices.wake}
+	logs = storedLogs{LogStore: logs, stored: func(last uint64) {
+		s.notices.wake()
+		if cfg.onStored != nil {
+			cfg.onStored(last)
+		}
+	}}
 	s.logs, s.snaps = logs, newTimedSnapshots(snaps, cfg.DataDir)
 	s.raft, err = raft.NewRaft(rc, s.fsm, logs, stable, s.snaps, newClampedTransport(s.trans, s.stop))
 	if err != nil {
