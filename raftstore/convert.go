@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/hutchzk/hutch/seglog"
 )
 
 // DataDirLogStore returns the kind of log store a data directory holds,
@@ -104,10 +106,10 @@ func ConvertLogStore(dir, to string, log *slog.Logger) (old string, err error) {
 			return "", err
 		}
 	}
-	if err := syncDir(dir); err != nil {
+	if err := seglog.SyncDir(dir); err != nil {
 		return "", err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, logFormatFile), []byte(to+"\n")); err != nil {
+	if err := seglog.WriteFileAtomic(filepath.Join(dir, logFormatFile), []byte(to+"\n")); err != nil {
 		return "", err
 	}
 	os.RemoveAll(tmp)
@@ -122,7 +124,7 @@ func ConvertLogStore(dir, to string, log *slog.Logger) (old string, err error) {
 		}
 	}
 	log.Info("log store converted", "dir", dir, "from", from, "to", to, "entries", n, "old", old)
-	return old, syncDir(dir)
+	return old, seglog.SyncDir(dir)
 }
 
 // copyStore writes src's entries and stable keys into a new store of kind
@@ -187,29 +189,4 @@ func copyStore(src *logStore, dir, to string, log *slog.Logger) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// writeFileAtomic replaces path with b: written to a temporary file,
-// synced, renamed over it, and the directory synced.
-func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := writeFileSynced(tmp, b); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

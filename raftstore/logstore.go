@@ -158,35 +158,10 @@ func logFormat(dir, want string) (string, error) {
 	if kind == "" {
 		kind = DefaultLogStore
 	}
-	if err := writeFileSynced(path, []byte(kind+"\n")); err != nil {
+	if err := seglog.WriteFileAtomic(path, []byte(kind+"\n")); err != nil {
 		return "", err
 	}
 	return kind, nil
-}
-
-// writeFileSynced writes a small file and syncs it and its directory.
-func writeFileSynced(path string, b []byte) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 func openBolt(dir string) (*logStore, error) {

@@ -1,6 +1,9 @@
 package seglog
 
-import "os"
+import (
+	"os"
+	"path/filepath"
+)
 
 // File is what the log needs of an open segment file.
 type File interface {
@@ -42,9 +45,9 @@ type osFile struct{ *os.File }
 
 func (f osFile) Sync() error { return datasync(f.File) }
 
-// syncDir makes a directory's entries (a file created, removed or
+// SyncDir makes a directory's entries (a file created, removed or
 // renamed) durable.
-func syncDir(dir string) error {
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -54,4 +57,30 @@ func syncDir(dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// WriteFileAtomic replaces path with b: written to path.tmp, synced,
+// renamed over path, and the directory synced, so that a crash leaves
+// the old content or the new, whole, and at worst a stray path.tmp.
+func WriteFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
 }

@@ -155,7 +155,7 @@ func (l *Log) recover() error {
 			if err := os.Remove(path); err != nil {
 				return err
 			}
-			if err := syncDir(l.dir); err != nil {
+			if err := SyncDir(l.dir); err != nil {
 				return err
 			}
 			continue
@@ -188,7 +188,7 @@ func (l *Log) recover() error {
 			if err := os.Remove(path); err != nil {
 				return err
 			}
-			if err := syncDir(l.dir); err != nil {
+			if err := SyncDir(l.dir); err != nil {
 				return err
 			}
 			continue
@@ -395,7 +395,7 @@ func (l *Log) createSegment(base uint64) (*segment, error) {
 		f.Close()
 		return nil, err
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := SyncDir(l.dir); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -449,6 +449,12 @@ func (l *Log) deleteHead(max uint64) error {
 	l.mu.Unlock()
 	// Oldest first: a crash part-way leaves a log that still starts
 	// somewhere and runs without a gap to its end.
+	return l.remove(gone)
+}
+
+// remove deletes segments taken out of the log, in the order given, and
+// syncs the directory.
+func (l *Log) remove(gone []*segment) error {
 	for _, s := range gone {
 		s.f.Close()
 		if err := os.Remove(s.path); err != nil {
@@ -456,7 +462,7 @@ func (l *Log) deleteHead(max uint64) error {
 		}
 	}
 	if len(gone) > 0 {
-		if err := syncDir(l.dir); err != nil {
+		if err := SyncDir(l.dir); err != nil {
 			return l.fail(err)
 		}
 	}
@@ -486,16 +492,8 @@ func (l *Log) deleteTail(min uint64) error {
 		l.first = 0
 	}
 	l.mu.Unlock()
-	for _, s := range gone {
-		s.f.Close()
-		if err := os.Remove(s.path); err != nil {
-			return l.fail(err)
-		}
-	}
-	if len(gone) > 0 {
-		if err := syncDir(l.dir); err != nil {
-			return l.fail(err)
-		}
+	if err := l.remove(gone); err != nil {
+		return err
 	}
 	if cut != nil {
 		// Truncating is one metadata change, whole or not at all; the

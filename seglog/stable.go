@@ -124,26 +124,7 @@ func (s *Stable) write(kv map[string][]byte) error {
 		b = append(b, kv[k]...)
 	}
 	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-	tmp := s.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, s.path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(s.path))
+	return WriteFileAtomic(s.path, b)
 }
 
 // Get returns a value, or an error saying "not found".
