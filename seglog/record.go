@@ -94,7 +94,8 @@ func recordSize(l *raft.Log) int {
 }
 
 // decodeBody fills l from a record body whose CRC has been checked. The
-// data and extensions are copied: l is the caller's to keep.
+// data and extensions alias body, which must be the caller's to keep (a
+// buffer read for this entry alone).
 func decodeBody(body []byte, l *raft.Log) error {
 	if len(body) < bodyFixed+1 {
 		return errors.New("record body too short")
@@ -115,9 +116,9 @@ func decodeBody(body []byte, l *raft.Log) error {
 	rest = rest[k:]
 	l.Extensions = nil
 	if n > 0 {
-		l.Extensions = append([]byte(nil), rest[:n]...)
+		l.Extensions = rest[:n:n]
 	}
-	l.Data = append([]byte(nil), rest[n:]...)
+	l.Data = rest[n:]
 	return nil
 }
 
