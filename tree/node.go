@@ -127,7 +127,8 @@ type Tree struct {
 	dataSize       int64
 	ephemeralCount int
 	undo           *[]undoRec
-	sasl           bool // the sasl auth provider is registered: sasl ACL entries are valid
+	sasl           bool   // the sasl auth provider is registered: sasl ACL entries are valid
+	zbuf           []byte // scratch for ZooKeeper's digest of a changed node (zkdigest.go)
 	// quotas indexes the zookeeper_limits nodes by the path they put a
 	// quota on (see quota.go), counting the nodes behind each key.
 	quotas       map[string]int
@@ -180,8 +181,8 @@ func (t *Tree) setRoot(n *node) {
 	t.dataSize += int64(1 + len(n.data))
 	n.chash = contentHash("/", n.data, n.acl)
 	n.dig = nodeDigest(n.chash, &n.st)
-	n.zpre = zkContentCRC("/", n.data)
-	n.zdig = zkNodeDigest("/", n.zpre, &n.st)
+	n.zpre = t.zkContentCRC("/", n.data)
+	n.zdig = t.zkNodeDigest("/", n.zpre, &n.st)
 	t.digest += n.dig
 	t.zkDigest += int64(n.zdig)
 }
@@ -241,8 +242,8 @@ func (t *Tree) Digest() uint64 { return t.digest }
 func (t *Tree) addNode(path string, parent *node, name string, n *node) {
 	n.chash = contentHash(path, n.data, n.acl)
 	n.dig = nodeDigest(n.chash, &n.st)
-	n.zpre = zkContentCRC(path, n.data)
-	n.zdig = zkNodeDigest(path, n.zpre, &n.st)
+	n.zpre = t.zkContentCRC(path, n.data)
+	n.zdig = t.zkNodeDigest(path, n.zpre, &n.st)
 	t.link(path, parent, name, n)
 	t.log(undoRec{kind: undoAdd, path: path, name: name, n: n, parent: parent})
 }
@@ -316,12 +317,12 @@ func (t *Tree) save(n *node) {
 func (t *Tree) rehash(path string, n *node, content bool) {
 	if content {
 		n.chash = contentHash(path, n.data, n.acl)
-		n.zpre = zkContentCRC(path, n.data)
+		n.zpre = t.zkContentCRC(path, n.data)
 	}
 	d := nodeDigest(n.chash, &n.st)
 	t.digest += d - n.dig
 	n.dig = d
-	z := zkNodeDigest(path, n.zpre, &n.st)
+	z := t.zkNodeDigest(path, n.zpre, &n.st)
 	t.zkDigest += int64(z) - int64(n.zdig)
 	n.zdig = z
 }

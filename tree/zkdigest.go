@@ -28,20 +28,22 @@ const zkExcluded = "/zookeeper/"
 // zkContentCRC is the CRC-32 of a node's path and data, which its Stat
 // then continues (zkNodeDigest): a Stat change alone, such as a parent's
 // cversion on every child create, does not re-read the data.
-func zkContentCRC(path string, data []byte) uint32 {
+func (t *Tree) zkContentCRC(path string, data []byte) uint32 {
 	if path == "/" {
 		path = ""
 	}
-	return crc32.Update(crc32.ChecksumIEEE([]byte(path)), crc32.IEEETable, data)
+	t.zbuf = append(t.zbuf[:0], path...) // crc32 keeps no slice, but escape analysis cannot tell
+	return crc32.Update(crc32.Update(0, crc32.IEEETable, t.zbuf), crc32.IEEETable, data)
 }
 
 // zkNodeDigest is a node's term in ZooKeeper's digest, from its content
 // CRC and stored Stat.
-func zkNodeDigest(path string, content uint32, st *pstat) uint32 {
+func (t *Tree) zkNodeDigest(path string, content uint32, st *pstat) uint32 {
 	if strings.HasPrefix(path, zkExcluded) {
 		return 0
 	}
-	var b [60]byte
+	t.zbuf = append(t.zbuf[:0], make([]byte, 60)...)
+	b := t.zbuf
 	binary.BigEndian.PutUint64(b[0:], uint64(st.czxid))
 	binary.BigEndian.PutUint64(b[8:], uint64(st.mzxid))
 	binary.BigEndian.PutUint64(b[16:], uint64(st.pzxid))
