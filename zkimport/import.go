@@ -278,6 +278,12 @@ func (st *state) finish() (*tree.Tree, error) {
 		st.warn(s)
 	}
 	st.rep.slips = nil
+	if sd := st.rep.snapDigest; sd != nil {
+		// As ZooKeeper warns: the logs end before the zxid the snapshot's
+		// digest was taken at, so it could not be compared.
+		st.warn(fmt.Sprintf("the snapshot's digest, taken at zxid %#x, was not checked: the logs end at %#x", sd.Zxid, st.rep.lastZxid))
+		st.rep.snapDigest = nil
+	}
 	t, err := st.rep.l.Finish(st.rep.lastZxid)
 	if err != nil {
 		return nil, err
