@@ -3,6 +3,7 @@ package zkformat
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
@@ -58,21 +59,11 @@ func List(dir, prefix string) ([]File, error) {
 	}
 	slices.SortFunc(out, func(a, b File) int {
 		if a.Zxid != b.Zxid {
-			return compareInt(a.Zxid, b.Zxid)
+			return cmp.Compare(a.Zxid, b.Zxid)
 		}
 		return strings.Compare(a.Path, b.Path)
 	})
 	return out, nil
-}
-
-func compareInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // SnapshotName is the name ZooKeeper gives a snapshot whose last zxid is

@@ -231,47 +231,9 @@ func DecodeEntry(b []byte) (TxnHeader, any, *TxnDigest, error) {
 			break
 		}
 	}
-	return h, nil, nil, fmt.Errorf("%s record: %w", opName(h.Type), firstErr)
+	return h, nil, nil, fmt.Errorf("%s record: %w", h.Type, firstErr)
 }
 
 // hasOldShape: types whose record older versions wrote otherwise
 // (CreateTxnV0; closeSession without a record).
 func hasOldShape(t wire.OpCode) bool { return t == wire.OpCreate || t == wire.OpCloseSession }
-
-// opName names a transaction type as ZooKeeper's TxnLogToolkit does.
-func opName(t wire.OpCode) string {
-	switch t {
-	case wire.OpCreate:
-		return "create"
-	case wire.OpCreate2:
-		return "create2"
-	case wire.OpCreateTTL:
-		return "createTTL"
-	case wire.OpCreateContainer:
-		return "createContainer"
-	case wire.OpDelete:
-		return "delete"
-	case wire.OpDeleteContainer:
-		return "deleteContainer"
-	case wire.OpSetData:
-		return "setData"
-	case wire.OpSetACL:
-		return "setACL"
-	case wire.OpReconfig:
-		return "reconfig"
-	case wire.OpCheck:
-		return "check"
-	case wire.OpMulti:
-		return "multi"
-	case wire.OpCreateSession:
-		return "createSession"
-	case wire.OpCloseSession:
-		return "closeSession"
-	case wire.OpError:
-		return "error"
-	}
-	return fmt.Sprintf("type %d", t)
-}
-
-// OpName names a transaction type.
-func OpName(t wire.OpCode) string { return opName(t) }

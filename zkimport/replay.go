@@ -142,10 +142,10 @@ func (r *replayer) txn(h *zkformat.TxnHeader, t wire.OpCode, rec any, sub bool) 
 			}
 		}
 	default:
-		return fmt.Errorf("%s: no replay for record %T", zkformat.OpName(t), rec)
+		return fmt.Errorf("%s: no replay for record %T", t, rec)
 	}
 	if err != nil && !ignorable(err) {
-		return fmt.Errorf("%s: %w", zkformat.OpName(t), err)
+		return fmt.Errorf("%s: %w", t, err)
 	}
 	return nil
 }
