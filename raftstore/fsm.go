@@ -25,6 +25,9 @@ type fsm struct {
 	// serving is set once the store is open: a snapshot restored after
 	// that replaces the state under live clients.
 	serving atomic.Bool
+	// restoreFailed, when set, says which snapshot a failed Restore read
+	// and how far (checkedSnapshots).
+	restoreFailed func(error) error
 
 	// wmu guards notify, lastIndex and lastTerm.
 	wmu    sync.Mutex
@@ -171,6 +174,9 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	if err := f.db.Restore(rc, f.serving.Load()); err != nil {
+		if f.restoreFailed != nil {
+			err = f.restoreFailed(err)
+		}
 		return err
 	}
 	f.wake()

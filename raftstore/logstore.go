@@ -165,6 +165,9 @@ func logFormat(dir, want string) (string, error) {
 }
 
 func openBolt(dir string) (*logStore, error) {
+	if err := checkBoltFile(filepath.Join(dir, "raft.db")); err != nil {
+		return nil, err
+	}
 	bolt, err := raftboltdb.New(raftboltdb.Options{
 		Path: filepath.Join(dir, "raft.db"),
 		// The freelist is rebuilt on open instead of written with every
@@ -193,6 +196,9 @@ func openWAL(dir string, log *slog.Logger) (*logStore, error) {
 	}
 	// The meta store is ours to close: raft-wal's Close leaves it open
 	// (v0.4.0), and its file lock would keep a reopened WAL waiting.
+	if err := checkBoltFile(filepath.Join(walDir, metadb.FileName)); err != nil {
+		return nil, err
+	}
 	meta := &metadb.BoltMetaDB{}
 	w, err := raftwal.Open(walDir, raftwal.WithLogger(newHCLogger(log, "raft-wal")), raftwal.WithMetaStore(meta))
 	if err != nil {

@@ -350,18 +350,34 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 	rc.Logger = newHCLogger(s.log, "raft")
 	s.reloadable = reloadableOf(rc)
 
+	first, err := logs.FirstIndex()
+	if err != nil {
+		s.abandon()
+		return nil, err
+	}
+	checked := newCheckedSnapshots(snaps, cfg.DataDir, first, s.log)
+	if err := checked.usable(); err != nil {
+		s.abandon()
+		return nil, err
+	}
+	s.fsm.restoreFailed = checked.restoreFailed
 	logs = storedLogs{LogStore: logs, stored: func(last uint64) {
 		s.notices.wake()
 		if cfg.onStored != nil {
 			cfg.onStored(last)
 		}
 	}}
-	s.logs, s.snaps = logs, newTimedSnapshots(snaps, cfg.DataDir)
+	s.logs, s.snaps = logs, newTimedSnapshots(checked, cfg.DataDir)
 	s.raft, err = raft.NewRaft(rc, s.fsm, logs, stable, s.snaps, newClampedTransport(s.trans, s.stop))
 	if err != nil {
 		s.abandon()
+		if failed := checked.failuresText(); failed != "" {
+			err = fmt.Errorf("raftstore: %w: %s; this member cannot start from its data directory: "+
+				"move it aside and start it empty to resync from the others (docs/operations.md, \"A damaged or corrupt log\")", err, failed)
+		}
 		return nil, err
 	}
+	checked.started()
 	// From here on a snapshot replaces the state under live clients, and
 	// peers' forwarded frames can be served.
 	s.fsm.serving.Store(true)
