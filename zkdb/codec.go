@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"sync"
 
 	"github.com/hutchzk/hutch/tree"
@@ -14,7 +15,8 @@ import (
 //
 //	entry    = 0x00                        an empty entry (it only carries
 //	                                       the commit index to followers)
-//	         | 0x02 varint(time) commands
+//	         | 0x53 varint(time) commands u32le(crc)
+//	         | 0x02 varint(time) commands  (before checksums: still read)
 //	commands = uvarint(count) command*
 //	command  = uvarint(origin) uvarint(seq) varint(conn) uvarint(order)
 //	           byte(kind) uvarint(term) varint(session) varint(timeout)
@@ -23,17 +25,32 @@ import (
 //	           (for kind 3, KindReconfig, the request is an Outcome)
 //	str      = uvarint(len) bytes
 //
+// crc is the CRC-32C of every byte of the entry before it, tag included:
+// the leader computes it as it orders the entry, and every member checks
+// it wherever it reads the entry back (before applying it, and in the
+// log store's guard in package raftstore), so a byte changed on one
+// member's disk is caught there, whatever the log store checks itself.
+// The checked tag is three bits away from the unchecked ones, so that no
+// single flipped bit turns a checked entry into one read unchecked.
+//
 // The commands part is what a follower forwards to the leader; the leader
 // puts the entry's header, with its own clock's time, in front. Bodies are
 // length-prefixed so the decoder checks that each request uses exactly its
 // bytes; the request type comes from the op (tree.NewRequest).
 const (
-	entryEmpty byte = 0
-	entryV2    byte = 2
+	entryEmpty   byte = 0
+	entryV2      byte = 2
+	entryChecked byte = 0x53
 )
 
 // EmptyEntry is a log entry with no commands.
 var EmptyEntry = []byte{entryEmpty}
+
+// ErrChecksum means an entry's bytes are not those its leader wrote; it
+// is an ErrCorrupt.
+var ErrChecksum = fmt.Errorf("%w: the log entry fails its checksum", ErrCorrupt)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // ErrCorrupt means bytes do not decode as an entry or as commands.
 var ErrCorrupt = errors.New("zkdb: corrupt command encoding")
@@ -84,9 +101,36 @@ func AppendCommands(dst []byte, cmds []Command) ([]byte, error) {
 // AppendEntry appends a log entry stamped with time (ms since the epoch)
 // whose commands, already encoded by AppendCommands, are commands.
 func AppendEntry(dst []byte, time int64, commands []byte) []byte {
-	dst = append(dst, entryV2)
+	start := len(dst)
+	dst = append(dst, entryChecked)
 	dst = binary.AppendVarint(dst, time)
-	return append(dst, commands...)
+	dst = append(dst, commands...)
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+}
+
+// CheckEntry reports whether b's checksum holds, without decoding it: nil
+// for a checked entry whose bytes are those written, ErrChecksum for one
+// whose are not, and nil for an empty entry or one written before entries
+// carried checksums (DecodeEntry still checks how those decode).
+func CheckEntry(b []byte) error {
+	if len(b) == 0 || b[0] != entryChecked {
+		return nil
+	}
+	_, err := checkedBody(b)
+	return err
+}
+
+// checkedBody returns a checked entry's bytes between its tag and its
+// checksum, once the checksum holds.
+func checkedBody(b []byte) ([]byte, error) {
+	if len(b) < 1+4 {
+		return nil, fmt.Errorf("%w: %d bytes", ErrChecksum, len(b))
+	}
+	n := len(b) - 4
+	if want, got := binary.LittleEndian.Uint32(b[n:]), crc32.Checksum(b[:n], castagnoli); want != got {
+		return nil, fmt.Errorf("%w: CRC-32C %08x, recorded %08x", ErrChecksum, got, want)
+	}
+	return b[1:n], nil
 }
 
 func appendStr(dst []byte, s string) []byte {
@@ -95,23 +139,30 @@ func appendStr(dst []byte, s string) []byte {
 }
 
 // DecodeEntry decodes a log entry. It never panics and allocates no more
-// than the input's size justifies; malformed input gives ErrCorrupt.
-// Decoded requests do not alias b.
+// than the input's size justifies; malformed input gives ErrCorrupt, a
+// checked entry whose checksum fails ErrChecksum. Decoded requests do not
+// alias b.
 func DecodeEntry(b []byte) (Batch, error) {
 	if len(b) == 0 {
 		return Batch{}, ErrCorrupt
 	}
+	body := b[1:]
 	switch b[0] {
 	case entryEmpty:
 		if len(b) != 1 {
 			return Batch{}, ErrCorrupt
 		}
 		return Batch{}, nil
+	case entryChecked:
+		var err error
+		if body, err = checkedBody(b); err != nil {
+			return Batch{}, err
+		}
 	case entryV2:
 	default:
 		return Batch{}, fmt.Errorf("%w: entry version %d", ErrCorrupt, b[0])
 	}
-	r := &reader{b: b[1:]}
+	r := &reader{b: body}
 	t := r.varint()
 	if r.bad {
 		return Batch{}, ErrCorrupt
