@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -28,6 +29,10 @@ type fsm struct {
 	// restoreFailed, when set, says which snapshot a failed Restore read
 	// and how far (checkedSnapshots).
 	restoreFailed func(error) error
+	// halt stops the member (Store.halt); once it has, halted is set and
+	// nothing more is applied.
+	halt   func(error)
+	halted atomic.Bool
 
 	// wmu guards notify, lastIndex and lastTerm.
 	wmu    sync.Mutex
@@ -38,12 +43,21 @@ type fsm struct {
 	lastIndex, lastTerm uint64
 }
 
-// Apply applies one committed entry. It returns the log index; an entry
-// that does not decode (impossible unless the log is corrupt, since the
-// leader checks what it appends) is skipped on every node alike.
+// Apply applies one committed entry. It returns the log index. An entry
+// that does not decode (its checksum held, so its leader wrote it so, or
+// it predates checksums) halts the member: skipping it would leave this
+// replica different from the others, which decode it alike only if their
+// copies are alike.
 func (f *fsm) Apply(l *raft.Log) any {
+	if f.halted.Load() {
+		return l.Index
+	}
 	if l.Index > f.db.Applied() { // else a commit notice applied it already
-		f.db.Apply(f.decode(l), l.Index)
+		b, ok := f.decode(l)
+		if !ok {
+			return l.Index
+		}
+		f.db.Apply(b, l.Index)
 	}
 	f.applied(l.Index, l.Term)
 	return l.Index
@@ -60,14 +74,36 @@ func (f *fsm) StoreConfiguration(index uint64, c raft.Configuration) {
 
 var _ raft.ConfigurationStore = (*fsm)(nil)
 
-func (f *fsm) decode(l *raft.Log) zkdb.Batch {
+func (f *fsm) decode(l *raft.Log) (zkdb.Batch, bool) {
 	b, err := zkdb.DecodeEntry(l.Data)
 	if err != nil {
-		f.log.Error("raftstore: skipping undecodable log entry", "index", l.Index, "err", err)
-		b = zkdb.Batch{}
+		if f.halt != nil {
+			f.halt(fmt.Errorf("log entry %d (term %d, %d bytes) does not decode: %w", l.Index, l.Term, len(l.Data), err))
+		} else {
+			f.log.Error("raftstore: log entry does not decode", "index", l.Index, "err", err)
+		}
+		f.halted.Store(true)
+		return zkdb.Batch{}, false
 	}
 	b.Term = l.Term
-	return b
+	return b, true
+}
+
+// decodeConfiguration decodes a configuration entry, halting the member
+// where it does not decode: raft.DecodeConfiguration panics on bytes it
+// cannot read.
+func (f *fsm) decodeConfiguration(l *raft.Log) (c raft.Configuration, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			err := fmt.Errorf("log entry %d (term %d, a configuration) does not decode: %v", l.Index, l.Term, r)
+			if f.halt != nil {
+				f.halt(err)
+			}
+			f.halted.Store(true)
+			ok = false
+		}
+	}()
+	return raft.DecodeConfiguration(l.Data), true
 }
 
 // applied records the newest command entry applied and wakes waiters.
@@ -128,12 +164,23 @@ func (f *fsm) applyCommitted(logs raft.LogStore, index, term uint64) bool {
 		if l.Index <= f.db.Applied() {
 			continue
 		}
+		if f.halted.Load() {
+			return false
+		}
 		switch l.Type {
 		case raft.LogCommand:
-			f.db.Apply(f.decode(l), l.Index)
+			b, ok := f.decode(l)
+			if !ok {
+				return false
+			}
+			f.db.Apply(b, l.Index)
 			f.applied(l.Index, l.Term)
 		case raft.LogConfiguration:
-			f.StoreConfiguration(l.Index, raft.DecodeConfiguration(l.Data))
+			c, ok := f.decodeConfiguration(l)
+			if !ok {
+				return false
+			}
+			f.StoreConfiguration(l.Index, c)
 		}
 	}
 	return true

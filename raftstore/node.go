@@ -35,6 +35,12 @@ type Events interface {
 	// whatever its timeout (the node's LeaderlessLimit); it travels with
 	// the call so the server keeps no copy written after this loop starts.
 	Vouch(reached time.Time, limit time.Duration)
+	// Halted says this member stopped itself because it cannot go on
+	// safely (its disk failed a write, its log or state is damaged or
+	// differs from the others'): err says what and where. Raft is shut
+	// down; the server must close every client and refuse new ones, as
+	// ZooKeeper exits, so that they move to a member that can serve them.
+	Halted(err error)
 }
 
 // Node is a server's replication wing: it puts the commands the server
@@ -129,6 +135,7 @@ func OpenNode(cfg Config, db *zkdb.DB, events Events) (*Node, error) {
 		cancel:   cancel,
 		touchSet: make(map[int64]struct{}),
 	}
+	store.onHalt(events.Halted)
 	n.wg.Go(func() { n.run(ctx) })
 	n.wg.Go(func() { n.forwardLoop(ctx) })
 	n.wg.Go(func() { n.watchLeadership(ctx) })
@@ -146,6 +153,9 @@ func (n *Node) Close() error {
 
 // Store is the Raft store underneath, for statistics and tests.
 func (n *Node) Store() *Store { return n.store }
+
+// Halted returns why this member stopped itself, or nil while it runs.
+func (n *Node) Halted() error { return n.store.Halted() }
 
 // Propose queues a command (Origin and Seq set by the caller, who waits
 // for it to apply) for the log, size being its client request's. It

@@ -107,7 +107,7 @@ func (s *Store) applyNotices() {
 		if nt.index == 0 || s.raft.State() == raft.Leader {
 			continue
 		}
-		s.fsm.applyCommitted(s.logs, nt.index, nt.term)
+		s.fsm.applyCommitted(s.noticeLogs, nt.index, nt.term)
 	}
 }
 

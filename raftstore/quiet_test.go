@@ -17,6 +17,7 @@ func (quietEvents) Failed([]uint64)                {}
 func (quietEvents) Stranded(uint64)                {}
 func (quietEvents) Serving(bool)                   {}
 func (quietEvents) Vouch(time.Time, time.Duration) {}
+func (quietEvents) Halted(error)                   {}
 
 // TestQuietTiming: an ensemble with no session stretches Raft's heartbeat
 // and election timeouts on every member, and the first session brings

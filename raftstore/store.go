@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -277,6 +278,18 @@ type Store struct {
 	// so Close ends them with forwarding's. Guarded by fwdMu.
 	answering int
 
+	// halting records a halt (guard.go); running is set once Raft is up,
+	// when a halt closes the store.
+	halting haltState
+	running atomic.Bool
+	// parked is set once a Raft goroutine was parked after a failure
+	// (guard.go): Raft's shutdown then never completes, and Close does
+	// not wait for it.
+	parked atomic.Bool
+	// notices reads the log for commit notices through a guard that
+	// returns its failures rather than parking.
+	noticeLogs raft.LogStore
+
 	notices *notices      // commit notices heard from the leader
 	changes *changes      // fired when Raft's state or leader changes
 	ready   chan struct{} // closed once raft exists: forwarding may be served
@@ -330,7 +343,16 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 		return nil, err
 	}
 	s.logStore = ls
-	logs, stable, snaps := ls.logs, ls.stable, ls.snaps
+	if err := verifyLog(ls.logs, cfg.DataDir); err != nil {
+		s.abandon()
+		return nil, err
+	}
+	s.fsm.halt = s.halt
+	var (
+		logs   raft.LogStore      = guardedLogs{LogStore: ls.logs, s: s, park: true}
+		stable raft.StableStore   = guardedStable{StableStore: ls.stable, s: s}
+		snaps  raft.SnapshotStore = guardedSnapshots{SnapshotStore: ls.snaps, s: s}
+	)
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(cfg.NodeID)
@@ -368,6 +390,7 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 		}
 	}}
 	s.logs, s.snaps = logs, newTimedSnapshots(checked, cfg.DataDir)
+	s.noticeLogs = guardedLogs{LogStore: ls.logs, s: s}
 	s.raft, err = raft.NewRaft(rc, s.fsm, logs, stable, s.snaps, newClampedTransport(s.trans, s.stop))
 	if err != nil {
 		s.abandon()
@@ -378,6 +401,7 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 		return nil, err
 	}
 	checked.started()
+	s.running.Store(true)
 	// From here on a snapshot replaces the state under live clients, and
 	// peers' forwarded frames can be served.
 	s.fsm.serving.Store(true)
@@ -669,6 +693,9 @@ func (s *Store) Stats() map[string]string {
 	st["log_bytes"] = strconv.FormatInt(s.logStore.bytes(), 10)
 	st["raft_addr"] = s.addr
 	st["fsm_applied_index"] = strconv.FormatUint(s.db.Applied(), 10)
+	if err := s.Halted(); err != nil {
+		st["halted"] = haltedText(err)
+	}
 	id, addr := s.Leader()
 	st["leader_id"] = strconv.FormatUint(id, 10)
 	st["leader_addr"] = addr
@@ -697,13 +724,31 @@ func (s *Store) Close() error {
 		p.fail(ErrClosed)
 	}
 
-	err := s.raft.Shutdown().Error()
+	err := s.shutdownRaft()
 	s.handlers.Wait()
 	s.following.Wait()
 	if cerr := s.closeStores(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// shutdownRaft shuts Raft down and waits for it, unless a goroutine of
+// its was parked after a failure: that one never returns, so the wait is
+// bounded to let the others finish.
+func (s *Store) shutdownRaft() error {
+	f := s.raft.Shutdown()
+	if !s.parked.Load() {
+		return f.Error()
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(2 * time.Second):
+		return nil
+	}
 }
 
 // abandon undoes a failed Open: it stops whatever waits for Raft, then

@@ -80,6 +80,8 @@ func (e replicationEvents) Stranded(upTo uint64) {
 
 func (e replicationEvents) Serving(ok bool) { e.s.setServing(ok) }
 
+func (e replicationEvents) Halted(err error) { e.s.halt(err) }
+
 func (e replicationEvents) Vouch(reached time.Time, limit time.Duration) {
 	e.s.dropUnvouched(time.Now(), reached, limit)
 }

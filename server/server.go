@@ -47,6 +47,7 @@ func New(cfg Config) *Server {
 		trace:      cfg.Trace,
 		ready:      make(chan struct{}),
 	}
+	s.halting.done = make(chan struct{})
 	if s.trace == nil {
 		s.trace = new(trace.Broker)
 	}
@@ -372,6 +373,9 @@ func (s *Server) ServeConn(nc net.Conn) error {
 	case !started:
 		_ = nc.Close()
 		return ErrNotStarted
+	case s.isHalted():
+		_ = nc.Close()
+		return ErrHalted
 	case s.notServing.Load():
 		_ = nc.Close()
 		return ErrNotServing
@@ -405,9 +409,9 @@ func (s *Server) register(nc net.Conn) (*conn, bool) {
 	ip := netaddr.Host(nc.RemoteAddr())
 	limitKey := connLimitKey(nc, ip)
 	s.connsMu.Lock()
-	if s.closed.Load() {
-		// Close has taken its list of connections; this one would be
-		// missed.
+	if s.closed.Load() || s.isHalted() {
+		// Close (or halt) has taken its list of connections; this one
+		// would be missed.
 		s.connsMu.Unlock()
 		_ = nc.Close()
 		return nil, false

@@ -87,6 +87,8 @@ type Server struct {
 	readyOnce sync.Once
 	// gate holds connections' I/O and the timer loops while paused.
 	gate pauseGate
+	// halting records that this member stopped itself (halt.go).
+	halting haltState
 	// timeMu guards movedOnPurpose, read by the expiry loop together with
 	// the clock so that an AdvanceClock lands wholly before or after.
 	timeMu sync.Mutex

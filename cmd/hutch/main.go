@@ -92,15 +92,23 @@ func run(args []string) error {
 		defer controls.close()
 	}
 	announce(os.Stdout, srv, controls)
-	got := <-sig
-	logger.Info("shutting down", "signal", got.String())
+	var halted error
+	select {
+	case got := <-sig:
+		logger.Info("shutting down", "signal", got.String())
+	case <-srv.Halted():
+		// The member stopped itself (a failed disk write, a damaged log,
+		// a state that differs from the others'): exit, as ZooKeeper
+		// does, so that a supervisor sees it.
+		halted = fmt.Errorf("this member stopped itself: %w", srv.HaltError())
+	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Close() }()
 	select {
 	case err := <-done:
-		return err
+		return errors.Join(halted, err)
 	case <-time.After(10 * time.Second):
-		return fmt.Errorf("shutdown timed out")
+		return errors.Join(halted, fmt.Errorf("shutdown timed out"))
 	}
 }
 

@@ -1,0 +1,74 @@
+package diskfault
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// writeSync writes n bytes to a new file in dir and syncs it.
+func writeSync(dir, name string, n int) error {
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Write(make([]byte, n)); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+func TestFull(t *testing.T) {
+	d := Full(t, 1<<20)
+	if err := writeSync(d.Dir, "before", 4096); err != nil {
+		t.Fatalf("before Fill: %v", err)
+	}
+	if err := d.Fill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeSync(d.Dir, "full", 4096); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("on the full disk: %v, want ENOSPC", err)
+	}
+	if err := d.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeSync(d.Dir, "after", 4096); err != nil {
+		t.Fatalf("after Free: %v", err)
+	}
+}
+
+func TestFailingSync(t *testing.T) {
+	d := FailingSync(t, 8<<20, 64<<20)
+	if err := writeSync(d.Dir, "before", 1<<20); err != nil {
+		t.Fatalf("before Fill: %v", err)
+	}
+	if err := d.Fill(); err != nil {
+		t.Fatal(err)
+	}
+	// The filesystem still has room: the write lands in the page cache,
+	// and its fsync fails.
+	f, err := os.Create(filepath.Join(d.Dir, "failing"))
+	if err != nil {
+		t.Fatalf("create on the failing disk: %v", err)
+	}
+	defer f.Close()
+	if _, err := f.Write(make([]byte, 1<<20)); err != nil {
+		t.Fatalf("write on the failing disk: %v (want it to land, and the sync to fail)", err)
+	}
+	if err := f.Sync(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("fsync on the failing disk: %v, want EIO", err)
+	}
+	f.Close()
+	if err := d.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(d.Dir, "before")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a reset disk still holds its files (%v)", err)
+	}
+	if err := writeSync(d.Dir, "after", 1<<20); err != nil {
+		t.Fatalf("after Reset: %v", err)
+	}
+}
