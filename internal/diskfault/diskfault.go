@@ -226,4 +226,3 @@ func (d *Disk) Filled() bool {
 	defer d.mu.Unlock()
 	return d.filled
 }
-
