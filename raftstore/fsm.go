@@ -66,6 +66,9 @@ func (f *fsm) Apply(l *raft.Log) any {
 // StoreConfiguration applies a committed configuration entry
 // (raft.ConfigurationStore).
 func (f *fsm) StoreConfiguration(index uint64, c raft.Configuration) {
+	if f.halted.Load() {
+		return
+	}
 	if index > f.db.Applied() { // else a commit notice applied it already
 		f.db.ApplyReplicas(index, replicasOf(c))
 	}
