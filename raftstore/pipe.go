@@ -115,8 +115,13 @@ func (p *pipe) load() int {
 }
 
 // send queues a frame; its answer arrives on the call's res. It waits
-// while the writer's queue is full.
-func (p *pipe) send(kind byte, payload []byte) *pipeCall {
+// while the writer's queue is full, but no longer than ctx: a frame that
+// never entered the queue was never written, and is answered as not
+// sent. (A caller must never wait on a stalled leader past its own
+// deadline: the activity reports that let a follower vouch for its
+// clients are timed by theirs, and a report stuck here would keep the
+// follower answering clients the leader no longer hears of.)
+func (p *pipe) send(ctx context.Context, kind byte, payload []byte) *pipeCall {
 	pc := &pipeCall{kind: kind, payload: payload, res: make(chan pipeResult, 1)}
 	p.mu.Lock()
 	if p.broken != nil {
@@ -131,6 +136,14 @@ func (p *pipe) send(kind byte, payload []byte) *pipeCall {
 	select {
 	case p.queue <- pc:
 	case <-p.done: // fail has answered it, as not sent
+	case <-ctx.Done():
+		p.mu.Lock()
+		_, waiting := p.calls[pc.id]
+		delete(p.calls, pc.id)
+		p.mu.Unlock()
+		if waiting { // else fail answered it first
+			pc.res <- pipeResult{err: errNotSent{ctx.Err()}}
+		}
 	}
 	return pc
 }
@@ -182,6 +195,10 @@ func (p *pipe) writeLoop() {
 			pc.payload = nil
 		}
 		p.mu.Unlock()
+		// A leader that stopped reading (paused, or cut off with its
+		// buffers full) must not hold the writer, and every frame queued
+		// behind it, for longer than a forward may take.
+		p.c.SetWriteDeadline(time.Now().Add(p.s.cfg.ForwardTimeout))
 		n, err := p.c.Write(buf)
 		if err != nil {
 			// Frames the write did not take whole never reach the
@@ -368,7 +385,7 @@ func (s *Store) roundTrip(ctx context.Context, addr string, kind byte, payload [
 		return 0, 0, 0, errNotSent{err}
 	}
 	began := time.Now().UnixNano()
-	pc := p.send(kind, payload)
+	pc := p.send(ctx, kind, payload)
 	select {
 	case r := <-pc.res:
 		if kind == frameCommands && r.err == nil && r.status == statusNotLeader {

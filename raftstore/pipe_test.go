@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -90,5 +91,37 @@ func TestRefusedPipeRetires(t *testing.T) {
 	// answered (refused) rather than lost.
 	if _, _, status, err := from.roundTrip(ctx, notLeader.Addr(), frameIndex, nil); err != nil || status != statusNotLeader {
 		t.Fatalf("index question on the new pipe: status %d, %v", status, err)
+	}
+}
+
+// TestPipeSendHonoursTheDeadline: a frame waiting to enter a pipe whose
+// writer is stuck (a leader paused with its socket buffers full) is given
+// up on at the caller's deadline, as not sent. Before, it waited until
+// the pipe broke: an activity report stuck there stopped the follower's
+// report loop, which is also what drops clients the leader no longer
+// hears of, and the follower went on answering them while the leader
+// expired their sessions (the nemesis: live sessions expired, a lock held
+// twice, after a leader's SIGSTOP).
+func TestPipeSendHonoursTheDeadline(t *testing.T) {
+	st := &Store{}
+	p := &pipe{s: st, queue: make(chan *pipeCall), done: make(chan struct{}), calls: map[uint32]*pipeCall{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	pc := p.send(ctx, frameTouches, encodeTouches([]int64{1}))
+	select {
+	case r := <-pc.res:
+		var notSent errNotSent
+		if !errors.As(r.err, &notSent) {
+			t.Fatalf("a frame that never left was answered %+v, want not sent", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("send waited past its deadline on a stuck pipe")
+	}
+	if waited := time.Since(began); waited > 2*time.Second {
+		t.Fatalf("send took %v with a 50ms deadline", waited)
+	}
+	if n := p.load(); n != 0 {
+		t.Fatalf("%d calls left waiting on the pipe", n)
 	}
 }
