@@ -45,7 +45,7 @@ func TestLeaderAfterPartition(t *testing.T) {
 // it with no reconnect at all).
 func TestConnectDrainsItsOwnEvents(t *testing.T) {
 	srv := Start(t)
-	for i := range 300 {
+	for i := range 200 {
 		c, events := srv.Connect(10 * time.Second)
 		c.Close()
 		select {
@@ -102,5 +102,28 @@ func TestWaitForPastAndNext(t *testing.T) {
 		s.WaitForNext("a's create, again", By(a.SessionID(), Applied("create", "")))
 	}); msg == "" {
 		t.Fatal("WaitForNext matched an event from the past")
+	}
+}
+
+// TestFailuresSayWhatOnce: a control that fails says which control and
+// why, once: no package prefix in the middle ("hutchtest: hutch: ...:
+// server: ..." before).
+func TestFailuresSayWhatOnce(t *testing.T) {
+	srv := Start(t)
+	msg := runFatal(t, func(ft *fatalTB) {
+		s := *srv
+		s.tb = ft
+		s.ExpireSession(0x2a)
+	})
+	if msg != "hutchtest: expire session 0x2a: no such session" {
+		t.Errorf("ExpireSession of no session: %q", msg)
+	}
+	msg = runFatal(t, func(ft *fatalTB) {
+		s := *srv
+		s.tb = ft
+		s.DropConnection(0x2a)
+	})
+	if msg != "hutchtest: drop connection of session 0x2a: no connection to this server carries that session" {
+		t.Errorf("DropConnection of no session: %q", msg)
 	}
 }

@@ -63,6 +63,9 @@ type Member struct {
 	mu  sync.Mutex
 	cfg server.Config
 	cur atomic.Pointer[server.Server] // nil while stopped
+	// addr is Addr, kept apart from mu so that dialling never waits for
+	// a restart.
+	addr atomic.Pointer[string]
 }
 
 // NewMember prepares a member; Start runs it. Its trace is recorded from
@@ -94,7 +97,17 @@ func newMember(c MemberConfig, clients *clientLinks, quiet *quietLog) *Member {
 	}
 	m.cfg.Trace = m.broker
 	m.rec = m.broker.Record(trace.Filter{}, 0)
+	m.pinAddr()
 	return m
+}
+
+// pinAddr records Addr from cfg; mu is held or m not yet shared.
+func (m *Member) pinAddr() {
+	a := m.memAddr.String()
+	if !m.cfg.NoClientPort {
+		a = m.cfg.ListenAddr
+	}
+	m.addr.Store(&a)
 }
 
 // Number is the member's number, from 1.
@@ -121,14 +134,7 @@ func (m *Member) Running() bool { return m.cur.Load() != nil }
 // Addr is the address clients reach it at: its TCP client port when it
 // has one, otherwise its in-memory address (127.0.0.N:0), which only its
 // dialers reach.
-func (m *Member) Addr() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.cfg.NoClientPort {
-		return m.cfg.ListenAddr
-	}
-	return m.memAddr.String()
-}
+func (m *Member) Addr() string { return *m.addr.Load() }
 
 // Start starts the member and, if ready is positive, waits that long at
 // most for it to serve (an ensemble member cannot before the others
@@ -158,6 +164,7 @@ func (m *Member) startLocked(ready time.Duration) error {
 	// Come back on the same addresses after a restart.
 	if !m.cfg.NoClientPort {
 		m.cfg.ListenAddr = srv.Addr().String()
+		m.pinAddr()
 	}
 	if r := m.cfg.Raft; r != nil && len(r.Peers) == 0 {
 		if addr := srv.Replication().Raft["raft_addr"]; addr != "" {
