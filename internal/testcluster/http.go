@@ -181,12 +181,17 @@ func (h *handler) partition(r *http.Request) (any, error) {
 	return map[string]any{"groups": groups}, h.c.Partition(groups...)
 }
 
-func (h *handler) cut(r *http.Request) (any, error) {
-	from, err := memberParam(r, "from", true)
-	if err != nil {
-		return nil, err
+// directionParams reads ?from=N&to=M, one direction between members.
+func directionParams(r *http.Request) (from, to int, err error) {
+	if from, err = memberParam(r, "from", true); err != nil {
+		return 0, 0, err
 	}
-	to, err := memberParam(r, "to", true)
+	to, err = memberParam(r, "to", true)
+	return from, to, err
+}
+
+func (h *handler) cut(r *http.Request) (any, error) {
+	from, to, err := directionParams(r)
 	if err != nil {
 		return nil, err
 	}
@@ -249,11 +254,7 @@ func (h *handler) link(r *http.Request) (any, error) {
 		}
 		return map[string]any{"member": n, "shape": shape}, h.c.SetMemberShape(n, s)
 	case q.Has("from") || q.Has("to"):
-		from, err := memberParam(r, "from", true)
-		if err != nil {
-			return nil, err
-		}
-		to, err := memberParam(r, "to", true)
+		from, to, err := directionParams(r)
 		if err != nil {
 			return nil, err
 		}

@@ -24,24 +24,19 @@ func newClientLinks() *clientLinks {
 }
 
 // setMember shapes the client connections of member; zero restores them.
-func (l *clientLinks) setMember(member int, s faultnet.Shape) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if s.IsZero() {
-		delete(l.members, member)
-	} else {
-		l.members[member] = s
-	}
-}
+func (l *clientLinks) setMember(member int, s faultnet.Shape) { setShape(l, l.members, member, s) }
 
 // setSession shapes the connections of session id; zero restores them.
-func (l *clientLinks) setSession(id int64, s faultnet.Shape) {
+func (l *clientLinks) setSession(id int64, s faultnet.Shape) { setShape(l, l.sessions, id, s) }
+
+// setShape sets or, for the zero Shape, removes shapes[k] under l.mu.
+func setShape[K comparable](l *clientLinks, shapes map[K]faultnet.Shape, k K, s faultnet.Shape) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if s.IsZero() {
-		delete(l.sessions, id)
+		delete(shapes, k)
 	} else {
-		l.sessions[id] = s
+		shapes[k] = s
 	}
 }
 
