@@ -109,6 +109,10 @@ type Config struct {
 	// server has a Broker of its own (Server.Trace). Sharing one across
 	// a restart keeps a subscriber's stream going.
 	Trace *trace.Broker
+	// TraceHistory bounds the window of the trace the server keeps (see
+	// trace.History): what the live view's trace opens on and what it
+	// replays. Zero fields take trace's defaults; Events < 0 keeps none.
+	TraceHistory trace.HistoryLimits
 	// Raft, when set, replicates every write through a Raft group (see
 	// package raftstore) instead of applying it directly; ServerID then
 	// defaults to the Raft node id.

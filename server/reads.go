@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/hutchzk/hutch/trace"
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/wire"
 	"github.com/hutchzk/hutch/zkdb"
@@ -68,6 +69,8 @@ func (c *conn) read(h wire.RequestHeader) bool {
 				}
 			} else if !v.RemoveWatch(r.Path, c.id, r.Type) {
 				err = errNoWatcher
+			} else {
+				c.traceWatchesGone(trace.ReasonRemoveWatches, []trace.Op{{Op: removedKind(r.Type), Path: r.Path}}, v.Tree.LastZxid())
 			}
 			c.reply(h.Xid, v.Tree.LastZxid(), err, nil)
 		})
@@ -77,7 +80,13 @@ func (c *conn) read(h wire.RequestHeader) bool {
 			return c.badBody(h)
 		}
 		s.db.Read(func(v *zkdb.View) {
-			v.AddPersistentWatch(r.Path, c.id, r.Mode == wire.AddWatchModePersistentRecursive)
+			recursive := r.Mode == wire.AddWatchModePersistentRecursive
+			v.AddPersistentWatch(r.Path, c.id, recursive)
+			if recursive {
+				c.traceWatchSet("persistentRecursive", r.Path, v.Tree.LastZxid())
+			} else {
+				c.traceWatchSet("persistent", r.Path, v.Tree.LastZxid())
+			}
 			// ZooKeeper answers addWatch with an ErrorResponse body of 0.
 			c.reply(h.Xid, v.Tree.LastZxid(), nil, &wire.ErrorResult{Err: wire.CodeOK})
 		})
@@ -102,6 +111,11 @@ func (c *conn) readPath(v *zkdb.View, op wire.OpCode, r *wire.PathWatchRequest) 
 		// exists leaves a watch whether or not the node is there.
 		if r.Watch && (err == nil || err == tree.ErrNoNode) {
 			v.AddDataWatch(r.Path, c.id)
+			if err == nil {
+				c.traceWatchSet("data", r.Path, v.Tree.LastZxid())
+			} else {
+				c.traceWatchSet("exist", r.Path, v.Tree.LastZxid())
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -114,6 +128,7 @@ func (c *conn) readPath(v *zkdb.View, op wire.OpCode, r *wire.PathWatchRequest) 
 		}
 		if r.Watch {
 			v.AddDataWatch(r.Path, c.id)
+			c.traceWatchSet("data", r.Path, v.Tree.LastZxid())
 		}
 		return &wire.GetDataResponse{Data: data, Stat: stat}, nil
 	default:
@@ -123,6 +138,7 @@ func (c *conn) readPath(v *zkdb.View, op wire.OpCode, r *wire.PathWatchRequest) 
 		}
 		if r.Watch {
 			v.AddChildWatch(r.Path, c.id)
+			c.traceWatchSet("child", r.Path, v.Tree.LastZxid())
 		}
 		if op == wire.OpGetChildren {
 			return &wire.GetChildrenResponse{Children: children}, nil
@@ -182,10 +198,45 @@ func (c *conn) setWatches(h wire.RequestHeader) bool {
 	}
 	c.waitWrites()
 	c.srv.db.Read(func(v *zkdb.View) {
+		var fired map[string]bool // paths whose missed events were delivered instead
 		v.SetWatches(&r, c.id, func(ev wire.WatcherEvent) {
 			c.notify(&ev)
+			if fired == nil {
+				fired = map[string]bool{}
+			}
+			fired[ev.Path] = true
 		})
+		if c.srv.trace.Active() {
+			c.traceRearmed(&r, fired, v.Tree.LastZxid())
+		}
 		c.reply(h.Xid, v.Tree.LastZxid(), nil, nil)
 	})
 	return true
+}
+
+// traceRearmed publishes the watches a setWatches armed: those whose
+// missed events it did not deliver instead.
+func (c *conn) traceRearmed(r *wire.SetWatches2Request, fired map[string]bool, zxid int64) {
+	for _, list := range []struct {
+		kind  string
+		paths []string
+	}{{"data", r.DataWatches}, {"exist", r.ExistWatches}, {"child", r.ChildWatches},
+		{"persistent", r.PersistentWatches}, {"persistentRecursive", r.PersistentRecursiveWatches}} {
+		for _, p := range list.paths {
+			if !fired[p] {
+				c.traceWatchSet(list.kind, p, zxid)
+			}
+		}
+	}
+}
+
+// removedKind names the watches a removeWatches of watcherType removed.
+func removedKind(watcherType int32) string {
+	switch watcherType {
+	case wire.WatcherTypeChildren:
+		return "child"
+	case wire.WatcherTypeData:
+		return "data"
+	}
+	return "any"
 }

@@ -51,6 +51,9 @@ func New(cfg Config) *Server {
 	if s.trace == nil {
 		s.trace = new(trace.Broker)
 	}
+	if cfg.TraceHistory.Events >= 0 {
+		s.trace.KeepHistory(cfg.TraceHistory)
+	}
 	s.gate.init()
 	s.stats.init()
 	s.monitor = monitor.New(s, monitor.Config{FourLetterWords: cfg.FourLetterWords, ListenAddr: cfg.ListenAddr,
@@ -434,7 +437,7 @@ func (s *Server) register(nc net.Conn) (*conn, bool) {
 
 // unregister forgets a connection and the watches it set.
 func (s *Server) unregister(c *conn) {
-	s.db.RemoveWatcher(c.id)
+	s.dropWatches(c)
 	s.connsMu.Lock()
 	delete(s.conns, c.id)
 	limitKey := connLimitKey(c.nc, c.ip)

@@ -25,10 +25,11 @@ type Broker struct {
 	mu   sync.RWMutex
 	subs []*Subscription
 	recs []*Recorder
+	hist *History // KeepHistory's window; nil without one
 }
 
-// Active reports whether anyone is subscribed: a publisher may skip
-// building events nobody would read.
+// Active reports whether anyone is subscribed, or a history is kept: a
+// publisher may skip building events nobody would read.
 func (b *Broker) Active() bool { return b.active.Load() > 0 }
 
 // Publish numbers e (Event.Seq) and hands it to every subscriber whose
@@ -55,6 +56,9 @@ func (b *Broker) Publish(e Event) {
 		if r.filter.Match(&e) {
 			r.add(e)
 		}
+	}
+	if b.hist != nil {
+		b.hist.add(&e)
 	}
 }
 

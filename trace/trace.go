@@ -26,11 +26,21 @@ const (
 	// a server's decision (a timeout, or an expiry a test asked for) from
 	// a client closing its own session.
 	SessionClosed
+	// WatchSet is a watch a client set on this server (getData, exists,
+	// getChildren with a watch, addWatch, or setWatches re-arming it on
+	// a reconnect): Watch says which kind.
+	WatchSet
+	// WatchRemoved is watches that went without firing: Ops lists them
+	// (Op their kind), Reason why (a removeWatches request, or their
+	// connection closing).
+	WatchRemoved
 )
 
-var kindNames = [...]string{TxnApplied: "txn", WatchDelivered: "watch", SessionAttached: "attach", SessionClosed: "close"}
+var kindNames = [...]string{TxnApplied: "txn", WatchDelivered: "watch", SessionAttached: "attach", SessionClosed: "close",
+	WatchSet: "setwatch", WatchRemoved: "unwatch"}
 
-// String is the kind's name: txn, watch, attach or close.
+// String is the kind's name: txn, watch, attach, close, setwatch or
+// unwatch.
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
 		return kindNames[k]
@@ -80,12 +90,63 @@ type Event struct {
 	// Expired is set on a SessionClosed the server decided (a timeout,
 	// or an expiry asked for), clear when the client closed it.
 	Expired bool `json:"expired,omitempty"`
+	// Reason says why a session closed ("expired": the server expired
+	// it, its timeout having passed or a test having asked; "closed": its
+	// client closed it) or why watches went (WatchRemoved).
+	Reason string `json:"reason,omitempty"`
+	// Changes are the nodes a transaction created, deleted or changed,
+	// in the order it did: a closeSession's ephemerals, each op of a
+	// multi, a container's or TTL node's removal. They are what the live
+	// view replays the tree and the lock queues from.
+	Changes []Change `json:"changes,omitempty"`
+	// Member is the ensemble member a session connected or re-attached
+	// through (createSession, attach, closeSession); 0 when unknown.
+	Member uint64 `json:"member,omitempty"`
+	// Timeout is a session's negotiated timeout in ms (createSession,
+	// closeSession).
+	Timeout int32 `json:"timeout,omitempty"`
+	// Watch is the kind of watch set (WatchSet): data, exist, child,
+	// persistent or persistentRecursive.
+	Watch string `json:"watch,omitempty"`
 }
 
-// Op is one operation of a multi.
+// Op is one operation of a multi, or one watch of a WatchRemoved (Op its
+// kind).
 type Op struct {
 	Op   string `json:"op"`
 	Path string `json:"path"`
+}
+
+// Change is one node a transaction created, deleted or changed.
+type Change struct {
+	// Type is NodeCreated, NodeDeleted or NodeDataChanged.
+	Type string `json:"type"`
+	Path string `json:"path"`
+	// Owner is the session owning the node, for an ephemeral one.
+	Owner int64 `json:"owner,omitempty"`
+	// Data is a created node's data, or a deleted or changed node's
+	// data before: at most ChangeData bytes of it. Size is its whole
+	// length.
+	Data []byte `json:"data,omitempty"`
+	Size int    `json:"size,omitempty"`
+}
+
+// ChangeData is how much of a node's data a Change keeps: enough for the
+// name or address a lock recipe's contender writes there.
+const ChangeData = 256
+
+// Changed returns a Change of data, keeping ChangeData bytes of it: data
+// itself when it is that short (a node's data is never changed in place,
+// so sharing it is safe), else a copy of its start, so a large node's
+// data is not held on to.
+func Changed(typ, path string, owner int64, data []byte) Change {
+	c := Change{Type: typ, Path: path, Owner: owner, Size: len(data)}
+	if len(data) <= ChangeData {
+		c.Data = data
+	} else {
+		c.Data = append([]byte(nil), data[:ChangeData]...)
+	}
+	return c
 }
 
 // String is a one-line summary, for logs and failure messages.
@@ -104,6 +165,15 @@ func (e Event) String() string {
 	for _, op := range e.Ops {
 		fmt.Fprintf(&b, " [%s %s]", op.Op, op.Path)
 	}
+	if e.Watch != "" {
+		b.WriteString(" watch=" + e.Watch)
+	}
+	for _, c := range e.Changes {
+		fmt.Fprintf(&b, " {%s %s}", c.Type, c.Path)
+	}
+	if e.Reason != "" {
+		b.WriteString(" reason=" + e.Reason)
+	}
 	if e.Err != "" {
 		b.WriteString(" err=" + e.Err)
 	}
@@ -119,19 +189,39 @@ func (e Event) String() string {
 	return b.String()
 }
 
-// Paths lists the paths the event concerns: its Path, or each op's.
+// Paths lists the paths the event concerns: its Path, each op's and
+// each change's (a closeSession concerns the ephemerals it deleted).
 func (e *Event) Paths() []string {
-	if len(e.Ops) == 0 {
-		if e.Path == "" {
-			return nil
-		}
-		return []string{e.Path}
+	var out []string
+	if e.Path != "" {
+		out = append(out, e.Path)
 	}
-	out := make([]string, len(e.Ops))
-	for i, op := range e.Ops {
-		out[i] = op.Path
+	for _, op := range e.Ops {
+		out = append(out, op.Path)
+	}
+	for _, c := range e.Changes {
+		out = append(out, c.Path)
 	}
 	return out
+}
+
+// hasPathPrefix reports whether any path the event concerns starts with
+// prefix, without building the list.
+func (e *Event) hasPathPrefix(prefix string) bool {
+	if strings.HasPrefix(e.Path, prefix) && e.Path != "" {
+		return true
+	}
+	for _, op := range e.Ops {
+		if strings.HasPrefix(op.Path, prefix) {
+			return true
+		}
+	}
+	for _, c := range e.Changes {
+		if strings.HasPrefix(c.Path, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // Filter selects events; its zero value selects all.
@@ -139,9 +229,10 @@ type Filter struct {
 	// Kinds, if any, are the kinds kept.
 	Kinds []Kind
 	// PathPrefix, if set, keeps events with a path starting with it
-	// (any op's, for a multi): "/app/" is everything below /app, while
-	// "/app" also matches /apple. Events without a path (a session's
-	// creation, close or attach) are left out.
+	// (any op's, for a multi; any deleted ephemeral's, for a session's
+	// close): "/app/" is everything below /app, while "/app" also matches
+	// /apple. Events without a path (a session's creation or attach, a
+	// close that deleted nothing) are left out.
 	PathPrefix string
 	// Session, if set, keeps only that session's events.
 	Session int64
@@ -162,15 +253,7 @@ func (f *Filter) Match(e *Event) bool {
 		return false
 	}
 	if f.PathPrefix != "" {
-		if len(e.Ops) == 0 {
-			return strings.HasPrefix(e.Path, f.PathPrefix)
-		}
-		for _, op := range e.Ops {
-			if strings.HasPrefix(op.Path, f.PathPrefix) {
-				return true
-			}
-		}
-		return false
+		return e.hasPathPrefix(f.PathPrefix)
 	}
 	return true
 }

@@ -41,6 +41,22 @@ type Event struct {
 	// parent's for NodeChildrenChanged. ZooKeeper drops a notification for a
 	// watcher without READ on it.
 	ACL []wire.ACL
+	// Data is the node's data: as created (NodeCreated), as it was
+	// (NodeDeleted, and NodeDataChanged: the data before the change). It
+	// is the tree's own slice, never changed in place: read it, do not
+	// write it. The live view's trace keeps it to replay the tree.
+	Data []byte
+	// Owner is the session that owns the node, for an ephemeral one
+	// (NodeCreated, NodeDeleted); 0 otherwise.
+	Owner int64
+}
+
+// sessionOwner is a node's owning session, 0 unless it is ephemeral.
+func (n *node) sessionOwner() int64 {
+	if kindOf(n.st.owner) == kindEphemeral {
+		return n.st.owner
+	}
+	return 0
 }
 
 // Readable reports whether a connection with these identities may receive
@@ -299,8 +315,8 @@ func (t *Tree) create(c *ctx, op wire.OpCode, path string, data []byte, acl []wi
 	t.addNode(path, parent, name, n)
 	t.quotaCreated(c, path, parentPath, name, n.data)
 	c.events = append(c.events,
-		Event{wire.EventNodeCreated, path, n.acl},
-		Event{wire.EventNodeChildrenChanged, eventPath(parentPath), parent.acl})
+		Event{Type: wire.EventNodeCreated, Path: path, ACL: n.acl, Data: n.data, Owner: n.sessionOwner()},
+		Event{Type: wire.EventNodeChildrenChanged, Path: eventPath(parentPath), ACL: parent.acl})
 	return &wire.Create2Response{Path: path, Stat: n.stat()}, nil
 }
 
@@ -353,8 +369,8 @@ func (t *Tree) deleteNode(c *ctx, path, parentPath string, parent *node, name st
 		t.addQuotaUsage(c, prefix, -int64(len(n.data)), -1)
 	}
 	c.events = append(c.events,
-		Event{wire.EventNodeDeleted, path, n.acl},
-		Event{wire.EventNodeChildrenChanged, eventPath(parentPath), parent.acl})
+		Event{Type: wire.EventNodeDeleted, Path: path, ACL: n.acl, Data: n.data, Owner: n.sessionOwner()},
+		Event{Type: wire.EventNodeChildrenChanged, Path: eventPath(parentPath), ACL: parent.acl})
 }
 
 // setData: path valid → node exists → WRITE → quota → version.
@@ -378,6 +394,7 @@ func (t *Tree) setData(c *ctx, path string, data []byte, version int32) (*wire.S
 	}
 	t.save(n)
 	t.dataSize += bytesDiff
+	before := n.data
 	n.data = cloneData(data)
 	n.st.version++
 	n.st.mtime = c.time
@@ -386,7 +403,7 @@ func (t *Tree) setData(c *ctx, path string, data []byte, version int32) (*wire.S
 	if prefix := t.quotaPrefix(path); prefix != "" {
 		t.addQuotaUsage(c, prefix, bytesDiff, 0)
 	}
-	c.events = append(c.events, Event{wire.EventNodeDataChanged, path, n.acl})
+	c.events = append(c.events, Event{Type: wire.EventNodeDataChanged, Path: path, ACL: n.acl, Data: before})
 	return &wire.StatResponse{Stat: n.stat()}, nil
 }
 

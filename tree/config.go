@@ -14,12 +14,13 @@ func (t *Tree) SetConfig(data []byte, zxid, time int64) (wire.Stat, []Event) {
 	n := t.nodes[configPath]
 	t.save(n)
 	t.dataSize += int64(len(data) - len(n.data))
+	before := n.data
 	n.data = cloneData(data)
 	n.st.version = -1
 	n.st.mtime = time
 	n.st.mzxid = zxid
 	t.rehash(configPath, n, true)
-	return n.stat(), []Event{{wire.EventNodeDataChanged, configPath, n.acl}}
+	return n.stat(), []Event{{Type: wire.EventNodeDataChanged, Path: configPath, ACL: n.acl, Data: before}}
 }
 
 // CheckConfigWrite is a reconfig's permission check: WRITE on

@@ -45,6 +45,11 @@ type Effects struct {
 	// queued replies are written.
 	ClosedSession int64
 	ClosedConn    int64
+	// ClosedNode and ClosedTimeout are where the closed session was
+	// connected (the member, as replicated) and its timeout in ms, for
+	// those who report on ended sessions.
+	ClosedNode    uint64
+	ClosedTimeout int32
 	// MovedFrom is the connection that owned the session before an attach
 	// moved it elsewhere; it should be dropped (0 if none).
 	MovedFrom int64
@@ -278,7 +283,7 @@ func (d *DB) applyLocked(c *Command, term uint64, now time.Time) {
 		case wire.OpCloseSession:
 			e.ClosedSession = id
 			if o := d.owners[id]; o != nil {
-				e.ClosedConn = o.conn
+				e.ClosedConn, e.ClosedNode, e.ClosedTimeout = o.conn, o.node, o.timeout
 			}
 			delete(d.owners, id)
 			d.timersMu.Lock()

@@ -22,6 +22,7 @@ import (
 	"github.com/hutchzk/hutch/monitor/prometheus"
 	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/server"
+	"github.com/hutchzk/hutch/trace"
 	"github.com/hutchzk/hutch/zoocfg"
 )
 
@@ -135,6 +136,8 @@ type flags struct {
 	adminToken     string
 	metricsListen  string
 	uiListen       string
+	historyEvents  int
+	historyBytes   int64
 	fourLetter     []string
 	jaasFile       string
 	secureListen   string
@@ -174,6 +177,8 @@ func newFlags() (*pflag.FlagSet, *flags) {
 	fs.StringVar(&f.clientAuth, "ssl-client-auth", "need", "client certificates on the TLS port: none, want (checked when given) or need (zoo.cfg: ssl.clientAuth)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics at /metrics here (zoo.cfg: metricsProvider.httpHost:httpPort with the Prometheus provider)")
 	fs.StringVar(&f.uiListen, "ui", "", "serve the live view (tree, sessions, watches, lock queues, ensemble, event trace) at http://ADDR/ui/ and the trace as JSON lines at /trace, read-only; on a non-loopback address only with --admin-token-file, whose token it then requires (the admin port serves it too)")
+	fs.IntVar(&f.historyEvents, "trace-history", trace.DefaultHistoryEvents, "events of the trace the server keeps for the live view to open on and replay (0 keeps none); the window is bounded by --trace-history-bytes too")
+	fs.Int64Var(&f.historyBytes, "trace-history-bytes", trace.DefaultHistoryBytes, "bytes the trace's window may hold (the live view and metrics report what it holds)")
 	fs.StringSliceVar(&f.fourLetter, "four-letter-words", nil, "four-letter words answered, or * for all; srvr always answers (zoo.cfg: 4lw.commands.whitelist; default: all on a loopback-only client port, else ruok,srvr,isro; with a zoo.cfg, srvr only, as in ZooKeeper)")
 	fs.StringVar(&f.jaasFile, "jaas-file", "", `JAAS file whose Server section lists the SASL DIGEST-MD5 users (user_<name>="<password>"), as java.security.auth.login.config (zoo.cfg: hutch.jaasFile)`)
 	fs.BoolVar(&f.enforceQuota, "enforce-quota", false, "refuse with QUOTAEXCEEDED a create or setData that would pass a hard quota limit (setquota -N/-B), and log every limit passed, as zookeeper.enforceQuota (zoo.cfg: enforceQuota); every member of an ensemble must agree")
@@ -292,11 +297,21 @@ func configure(fs *pflag.FlagSet, f *flags, logger *slog.Logger) (server.Config,
 		MetricsAddr:            f.metricsListen,
 		MetricsProvider:        prometheus.Handler,
 		UIAddr:                 f.uiListen,
+		TraceHistory:           historyLimits(f.historyEvents, f.historyBytes),
 		InitLimit:              file.initLimit,
 		SyncLimit:              file.syncLimit,
 		DataLogDir:             file.dataLogDir,
 		Raft:                   replication,
 	}, nil
+}
+
+// historyLimits turns --trace-history and --trace-history-bytes into the
+// server's window: 0 events keeps none.
+func historyLimits(events int, bytes int64) trace.HistoryLimits {
+	if events <= 0 || bytes <= 0 {
+		return trace.HistoryLimits{Events: -1}
+	}
+	return trace.HistoryLimits{Events: events, Bytes: bytes}
 }
 
 // parsePeers reads --peers: id=host:port,... by node id.
