@@ -31,6 +31,8 @@ const (
 	evilName = `"><img src=x onerror=alert(1)>'&amp;` + "\u202e"
 	evilSeq  = `<script>alert(2)<-`
 	evilData = "<script>alert(3)</script>\"'&\xff\xfe\x00\x1b[31m"
+	// evilLabel is a contender's name in its node's data.
+	evilLabel = `"></text><svg onload=alert(6)><text>`
 	// evilShown is evilName as the view shows it: the override escaped.
 	evilShown = `"><img src=x onerror=alert(1)>'&amp;\u202e`
 )
@@ -56,6 +58,11 @@ func TestViewEscapes(t *testing.T) {
 	}
 	seq, err := c.Create(parent+"/q/"+evilSeq, []byte(evilData), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
 	if err != nil {
+		t.Fatal(err)
+	}
+	// A contender whose data names it with markup: the lock diagram shows
+	// names from the data.
+	if _, err := c.Create(parent+"/q/"+evilSeq, []byte(evilLabel), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	w, _ := srv.Connect(10 * time.Second)
@@ -92,13 +99,13 @@ func TestViewEscapes(t *testing.T) {
 		}
 		checkPage(t, page, body)
 		text := pageText(body)
-		for _, want := range []string{evilShown, evilSeq, `\xff\xfe`, `"user"`} {
+		for _, want := range []string{evilShown, evilSeq, `\xff\xfe`, `"user"`, evilLabel} {
 			if strings.Contains(text, want) {
 				seen[want] = true
 			}
 		}
 	}
-	for _, want := range []string{evilShown, evilSeq, `\xff\xfe`, `"user"`} {
+	for _, want := range []string{evilShown, evilSeq, `\xff\xfe`, `"user"`, evilLabel} {
 		if !seen[want] {
 			t.Errorf("no page shows %q as text", want)
 		}
@@ -163,17 +170,28 @@ func checkPage(t *testing.T, page, body string) {
 			if len(tok.Attr) != 2 || attr(tok, "src") != "/ui/static/app.js" || attr(tok, "defer") != "" {
 				t.Errorf("%s: a script other than the view's: %v", page, tok)
 			}
-		case "img", "svg", "iframe", "object", "embed", "style", "base", "meta":
+		case "img", "iframe", "object", "embed", "style", "base", "meta", "foreignobject", "use", "image", "animate", "set",
+			"animatetransform", "animatemotion", "feimage", "handler", "listener":
 			if tok.Data != "meta" || (attr(tok, "charset") == "" && attr(tok, "name") != "viewport") {
 				t.Errorf("%s: unexpected element %v", page, tok)
 			}
+		case "svg":
+			// The view's own pictures: each names its purpose.
+			if attr(tok, "role") != "img" || attr(tok, "aria-label") == "" {
+				t.Errorf("%s: an svg that is not one of the view's pictures: %v", page, tok)
+			}
 		}
 		for _, a := range tok.Attr {
-			if strings.HasPrefix(strings.ToLower(a.Key), "on") {
-				t.Errorf("%s: event handler attribute %v", page, tok)
+			key := strings.ToLower(a.Key)
+			if strings.HasPrefix(key, "on") || key == "style" {
+				t.Errorf("%s: event handler or style attribute %v", page, tok)
 			}
 			if v := strings.ToLower(strings.TrimSpace(a.Val)); strings.HasPrefix(v, "javascript:") || strings.HasPrefix(v, "data:") {
 				t.Errorf("%s: script URL in %v", page, tok)
+			}
+			if (key == "href" || key == "xlink:href") && !strings.HasPrefix(a.Val, "/") && !strings.HasPrefix(a.Val, "#") &&
+				!strings.HasPrefix(a.Val, "http://127.0.0.1") && !strings.HasPrefix(a.Val, "?") {
+				t.Errorf("%s: a link off the view: %v", page, tok)
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Lock and election queues, derived from the tree and the watches: the
@@ -35,6 +36,11 @@ type queueEntry struct {
 	// Watched is the path it waits on: its predecessor's, another
 	// contender's or the parent's; "" when it watches none of those.
 	Watched string
+	// Attached is the member whose connection carries its session now,
+	// 0 when none does (or it is unknown); Expires when its session
+	// expires unless its client is heard from, zero where unknown.
+	Attached uint64
+	Expires  time.Time
 }
 
 // waitKind is how a contender waits.
@@ -55,7 +61,7 @@ const (
 	waitParent
 	// waitElsewhere: the session is connected through another member,
 	// which alone holds its watches (as each ZooKeeper server holds only
-	// its own clients').
+	// its own clients'), and which did not answer this view.
 	waitElsewhere
 	// waitDisconnected: no connection carries the session just now, so
 	// it holds no watch until its client reconnects.
@@ -103,9 +109,10 @@ func joinPath(parent, name string) string {
 
 // lockQueues finds every parent with ephemeral sequential children among
 // the sessions' ephemerals, orders each queue by sequence number and
-// says how each contender waits, from the watches this node (self) holds.
+// says how each contender waits, from the watches the view knows (a
+// session's Attached and Unknown say whether its watches are among them).
 // Queues come by parent path.
-func lockQueues(self uint64, sessions []Session, watches []Watch) []lockQueue {
+func lockQueues(sessions []Session, watches []Watch) []lockQueue {
 	byParent := map[string][]queueEntry{}
 	where := map[int64]*Session{}
 	for i := range sessions {
@@ -117,7 +124,8 @@ func lockQueues(self uint64, sessions []Session, watches []Watch) []lockQueue {
 			if !ok {
 				continue
 			}
-			byParent[parent] = append(byParent[parent], queueEntry{Name: name, Seq: seq, Session: s.ID, Node: s.Node})
+			byParent[parent] = append(byParent[parent], queueEntry{Name: name, Seq: seq, Session: s.ID, Node: s.Node,
+				Attached: s.Attached, Expires: s.Expires})
 		}
 	}
 	held := map[int64][]Watch{}
@@ -140,10 +148,10 @@ func lockQueues(self uint64, sessions []Session, watches []Watch) []lockQueue {
 			e := &entries[i]
 			s := where[e.Session]
 			switch {
-			case s.Remote == "" && s.Node != 0 && s.Node != self:
+			case s.Unknown:
 				e.Wait = waitElsewhere
 				continue
-			case s.Remote == "":
+			case s.Attached == 0:
 				e.Wait = waitDisconnected
 				continue
 			}

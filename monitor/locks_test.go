@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 )
@@ -79,7 +80,9 @@ func TestLockQueues(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var got []queue
-		for _, q := range lockQueues(self, tc.sessions, tc.watches) {
+		v := &view{Snapshot: &Snapshot{Mode: Leader, Replication: Replication{NodeID: self}, Sessions: tc.sessions, Watches: tc.watches}}
+		markLocal(v)
+		for _, q := range lockQueues(v.Sessions, v.Watches) {
 			gq := queue{parent: q.Parent, herd: q.Herd, entries: []entry{}}
 			for _, e := range q.Entries {
 				gq.entries = append(gq.entries, entry{e.Name, e.Session, e.Wait, e.Watched})
@@ -112,5 +115,49 @@ func TestSequenceOf(t *testing.T) {
 		if seq, ok := sequenceOf(tc.name); seq != tc.seq || ok != tc.ok {
 			t.Errorf("sequenceOf(%q) = %d %v, want %d %v", tc.name, seq, ok, tc.seq, tc.ok)
 		}
+	}
+}
+
+// TestLockQueuesSingleNode: on a single node a waiter whose client went is
+// waiting with no connection, not "unknown here" on another member (the
+// view once said its watches were on node 1).
+func TestLockQueuesSingleNode(t *testing.T) {
+	v := &view{Snapshot: &Snapshot{Mode: Standalone, Replication: Replication{NodeID: 1}, Sessions: []Session{
+		{ID: 1, Node: 1, Remote: "127.0.0.1:1", Ephemerals: []string{"/l/n0000000001"}},
+		{ID: 2, Node: 1, Ephemerals: []string{"/l/n0000000002"}},
+	}}}
+	markLocal(v)
+	qs := lockQueues(v.Sessions, v.Watches)
+	if len(qs) != 1 || qs[0].Entries[1].Wait != waitDisconnected {
+		t.Fatalf("queues %+v", qs)
+	}
+}
+
+// TestLockQueuesMerged: in a view of the whole ensemble, a waiter
+// connected through another member shows the watch that member reports,
+// and one whose member did not answer is unknown, naming it.
+func TestLockQueuesMerged(t *testing.T) {
+	v := &view{Snapshot: &Snapshot{Mode: Leader, Replication: Replication{NodeID: 1}, Sessions: []Session{
+		{ID: 1, Node: 1, Remote: "127.0.0.1:1", Ephemerals: []string{"/l/n0000000001"}},
+		{ID: 2, Node: 2, Ephemerals: []string{"/l/n0000000002"}},
+		{ID: 3, Node: 3, Ephemerals: []string{"/l/n0000000003"}},
+	}}}
+	markLocal(v)
+	two := &memberReport{NodeID: 2, Sessions: []reportedSession{{ID: 2, Remote: "127.0.0.1:2"}},
+		Watches: []Watch{{Path: "/l/n0000000001", Session: 2, Mode: "standard", Watcher: 99}}}
+	ens := merge(v, &memberReport{NodeID: 1}, []memberAnswer{{Member: Member{ID: 2}, Report: two}, {Member: Member{ID: 3}, Err: errors.New("refused")}})
+	qs := lockQueues(v.Sessions, v.Watches)
+	if len(qs) != 1 {
+		t.Fatalf("queues %+v", qs)
+	}
+	e := qs[0].Entries
+	if e[1].Wait != waitPredecessor || e[1].Attached != 2 || e[2].Wait != waitElsewhere || e[2].Node != 3 {
+		t.Fatalf("entries %+v", e)
+	}
+	if silent := ens.Silent(); len(silent) != 1 || silent[0].Member.ID != 3 {
+		t.Fatalf("silent %+v", silent)
+	}
+	if v.Watches[0].Member != 2 {
+		t.Fatalf("the merged watch is not marked as member 2's: %+v", v.Watches)
 	}
 }

@@ -105,6 +105,14 @@ func (m *Monitor) Metrics() []Metric {
 	emit("hutch_trace_viewers", "Event trace streams open (/trace, the live view's trace panel).", GaugeMetric, float64(viewers))
 	emit("hutch_trace_dropped_total", "Trace events a stream's filter kept but it did not get: over its rate, or behind.", CounterMetric, float64(lost))
 	emit("hutch_ui_pages_total", "Live view pages and panel redraws served.", CounterMetric, float64(m.pages.Load()))
+	if b := m.src.Trace(); b != nil {
+		if h := b.History(); h != nil {
+			hs := h.Stats()
+			emit("hutch_trace_history_events", "Trace events in the window the server keeps (--trace-history).", GaugeMetric, float64(hs.Events))
+			emit("hutch_trace_history_bytes", "Bytes the trace's window holds (at most --trace-history-bytes).", GaugeMetric, float64(hs.Bytes))
+			emit("hutch_trace_history_evicted_total", "Trace events that left the window, oldest first.", CounterMetric, float64(hs.Evicted))
+		}
+	}
 
 	for _, mode := range []membership.State{membership.Standalone, membership.Leading, membership.Following, membership.Observing, membership.ReadOnly} {
 		emit("hutch_server_state", "1 for this node's role (mntr's server_state), 0 for the others.",

@@ -79,6 +79,7 @@ type Server struct {
 	ClientAddr string // host:port
 	SecureAddr string // "" without a TLS client port
 	AdminAddr  string // "" without an admin port
+	UIAddr     string // "" without a live view port of its own
 	// Started is when the server started: ZooKeeper's elapsed times
 	// (lresp, dump's expiry keys) count from it.
 	Started           time.Time
@@ -204,6 +205,13 @@ type Session struct {
 	// the session is attached through this node (Remote set).
 	WatchCount int
 	Auth       []string
+
+	// Attached and Unknown are the view's, not the Source's: the member
+	// whose connection carries the session now (0 when none does), and
+	// whether its connection and watches are on a member this view did
+	// not hear from.
+	Attached uint64
+	Unknown  bool
 }
 
 // Watch is one watch: a connection's entry on a path in one of
@@ -216,6 +224,9 @@ type Watch struct {
 	// the data table.
 	Child bool
 	Mode  string // "standard", "persistent" or "persistentRecursive"
+	// Member is the member whose client holds it; the view's, not the
+	// Source's.
+	Member uint64 `json:",omitempty"`
 }
 
 // Digests are what the state's integrity checks read.

@@ -2,7 +2,9 @@ package monitor
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,11 +75,13 @@ type traceViewer struct {
 }
 
 // join adds a viewer keeping what f keeps, at most every events a
-// second, subscribing to b if it is the first.
-func (h *traceHub) join(b *trace.Broker, f trace.Filter, every int) *traceViewer {
+// second, subscribing to b if it is the first. With a start, the viewer
+// first gets the history's events after start's Seq (the newest last of
+// them, when last > 0), returned here, and then every event after those:
+// none twice, none missed.
+func (h *traceHub) join(b *trace.Broker, f trace.Filter, every int, start *historyStart) (*traceViewer, []trace.Event) {
 	v := &traceViewer{filter: f, limit: rate.NewLimiter(rate.Limit(every), every), ready: make(chan struct{}, 1), most: 2 * every}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.viewers == nil {
 		h.viewers = map[*traceViewer]struct{}{}
 	}
@@ -86,7 +90,83 @@ func (h *traceHub) join(b *trace.Broker, f trace.Filter, every int) *traceViewer
 		h.sub = b.Subscribe(trace.Filter{}, hubBuffer)
 		go h.run(h.sub)
 	}
-	return v
+	h.mu.Unlock()
+	hist := b.History()
+	if start == nil || hist == nil {
+		return v, nil
+	}
+	// The hub's subscription is in place, so every event after the copy
+	// reaches the viewer; those the hub handed it before the copy are in
+	// the copy too, and go.
+	past, last := hist.Since(start.seq(hist), &f, start.last)
+	h.mu.Lock()
+	v.pending = slices.DeleteFunc(v.pending, func(e trace.Event) bool { return e.Seq <= last })
+	h.mu.Unlock()
+	return v, past
+}
+
+// historyStart is where a stream asks the history to start: after a Seq,
+// at a zxid or a time, or the whole window; with last > 0 only the
+// newest last events of it.
+type historyStart struct {
+	all  bool
+	zxid int64
+	time time.Time
+	last int
+}
+
+// seq is the Seq after which the stream starts.
+func (s *historyStart) seq(h *trace.History) uint64 {
+	switch {
+	case s.all:
+		return 0
+	case s.zxid != 0:
+		return h.SeqAt(func(e *trace.Event) bool { return e.Kind == trace.TxnApplied && e.Zxid >= s.zxid })
+	}
+	return h.SeqAt(func(e *trace.Event) bool { return !e.Time.Before(s.time) })
+}
+
+// maxHistoryLines bounds the history one stream asks for.
+const maxHistoryLines = 100_000
+
+// traceStart reads where a stream starts: since=all (the whole window),
+// since=<RFC 3339 time>, since=<duration> (that long ago), zxid=<0x… or
+// decimal>, and last=<n> (only the newest n of those); nil for live only.
+func traceStart(r *http.Request, now time.Time) (*historyStart, error) {
+	q := r.URL.Query()
+	s := &historyStart{}
+	switch since := q.Get("since"); {
+	case q.Get("zxid") != "":
+		z := parseSession(q.Get("zxid")) // the same 0x… or decimal
+		if z <= 0 {
+			return nil, fmt.Errorf("zxid %q: a positive number, 0x… or decimal", q.Get("zxid"))
+		}
+		s.zxid = z
+	case since == "all":
+		s.all = true
+	case since != "":
+		if t, err := time.Parse(time.RFC3339Nano, since); err == nil {
+			s.time = t
+		} else if d, err := time.ParseDuration(strings.TrimPrefix(since, "-")); err == nil {
+			s.time = now.Add(-d)
+		} else {
+			return nil, fmt.Errorf("since %q: all, an RFC 3339 time or a duration ago (5m)", since)
+		}
+	case q.Get("last") != "":
+		s.all = true
+	default:
+		return nil, nil
+	}
+	if l := q.Get("last"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("last %q: a positive number", l)
+		}
+		s.last = min(n, maxHistoryLines)
+	} else {
+		s.last = maxHistoryLines
+	}
+	return s, nil
 }
 
 // leave removes a viewer, ending the subscription with the last one.
@@ -206,6 +286,14 @@ func traceRate(r *http.Request) int {
 	return min(n, maxTraceRate)
 }
 
+// historyMark is the line that ends the history a stream asked for:
+// what follows happened after it was sent.
+type historyMark struct {
+	Kind   string    `json:"kind"` // "history"
+	Events int       `json:"events"`
+	Time   time.Time `json:"time"`
+}
+
 // dropReport is the line that tells a reader events were left out.
 type dropReport struct {
 	Kind    string    `json:"kind"` // "dropped"
@@ -225,6 +313,11 @@ func (m *Monitor) serveTrace(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	start, err := traceStart(r, time.Now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	w.Header().Set("Content-Type", "application/x-ndjson; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
@@ -234,9 +327,24 @@ func (m *Monitor) serveTrace(w http.ResponseWriter, r *http.Request) {
 	if flusher != nil {
 		flusher.Flush() // the reader learns the stream is open before any event
 	}
-	v := m.hub.join(b, filter, traceRate(r))
+	v, past := m.hub.join(b, filter, traceRate(r), start)
 	defer m.hub.leave(v)
 	enc := json.NewEncoder(w)
+	// The history goes out at once: it is bounded, and the reader asked
+	// for it; the rate limits what comes after.
+	for i := range past {
+		if enc.Encode(&past[i]) != nil {
+			return
+		}
+	}
+	if start != nil {
+		if enc.Encode(historyMark{Kind: "history", Events: len(past), Time: time.Now()}) != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
 	var events []trace.Event
 	for {
 		select {

@@ -34,9 +34,11 @@ type panel struct {
 	name  string // its URL: /ui/<name>
 	title string
 	order int // place in the navigation
-	// refresh is how often an open panel is redrawn; 0 for never (the
-	// trace panel streams instead).
+	// refresh is how often an open panel is redrawn.
 	refresh time.Duration
+	// streams is set for a panel whose body the script fills from a
+	// stream (the trace): a redraw then redraws only its header.
+	streams bool
 	// parts are the shared snapshot's parts it reads (view.Snapshot).
 	parts Parts
 	// tmpl defines the template <name> (the redrawn part) and, if the
@@ -90,18 +92,26 @@ const snapshotAge = time.Second
 
 // sharedSnapshots are the latest snapshots the live view took, by parts.
 type sharedSnapshots struct {
-	// mu guards byParts, and is held while a snapshot is taken, so that
-	// viewers asking at once wait for one snapshot rather than each
-	// taking their own.
-	mu      sync.Mutex
-	byParts map[Parts]sharedSnapshot
+	mu      sync.Mutex // guards byParts
+	byParts map[Parts]*sharedSnapshot
 }
 
+// sharedSnapshot is the latest snapshot of some parts. Its mu is held
+// while it is taken, so that viewers asking at once wait for one snapshot
+// rather than each taking their own; snapshots of other parts do not wait
+// for it (an ensemble view asks the other members, whose own views may
+// ask this one for its snapshot meanwhile).
 type sharedSnapshot struct {
-	snap  *Snapshot
+	mu    sync.Mutex // guards the fields below
+	v     *view
 	taken time.Time // on this process's clock
 	memo  *memo
 }
+
+// partEnsemble asks for a view of the whole ensemble: the snapshot's
+// sessions and watches merged with the other members' reports. It is the
+// view's own part, never asked of the Source.
+const partEnsemble Parts = 1 << 7
 
 // memo keeps what panels derive from one shared snapshot.
 type memo struct {
@@ -122,21 +132,49 @@ func derive[T any](c *memo, key string, make func() T) T {
 	return v
 }
 
-// shared returns a snapshot with parts no older than snapshotAge, and
-// what panels derived from it.
+// shared returns a view with parts no older than snapshotAge, and what
+// panels derived from it. With partEnsemble (and PartSessions or
+// PartWatches), the other members' reports are merged in.
 func (m *Monitor) shared(parts Parts) (*view, *memo) {
 	c := &m.snaps
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	s, ok := c.byParts[parts]
-	if !ok || time.Since(s.taken) > snapshotAge {
-		s = sharedSnapshot{snap: m.src.Snapshot(parts), taken: time.Now(), memo: &memo{m: map[string]any{}}}
-		if c.byParts == nil {
-			c.byParts = map[Parts]sharedSnapshot{}
-		}
+	if c.byParts == nil {
+		c.byParts = map[Parts]*sharedSnapshot{}
+	}
+	s := c.byParts[parts]
+	if s == nil {
+		s = &sharedSnapshot{}
 		c.byParts[parts] = s
 	}
-	return &view{Snapshot: s.snap, words: m.enabled}, s.memo
+	c.mu.Unlock()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.v == nil || time.Since(s.taken) > snapshotAge {
+		s.v, s.taken, s.memo = m.takeView(parts), time.Now(), &memo{m: map[string]any{}}
+	}
+	return s.v, s.memo
+}
+
+// takeView takes a snapshot of parts and, for an ensemble view, merges in
+// what the other members report.
+func (m *Monitor) takeView(parts Parts) *view {
+	v := &view{Snapshot: m.src.Snapshot(parts &^ partEnsemble), words: m.enabled}
+	markLocal(v)
+	if _, ok := m.src.(Peers); ok && parts&partEnsemble != 0 && v.Mode != Standalone {
+		self := m.report(v)
+		v.ens = merge(v, self, m.askMembers(v))
+	}
+	return v
+}
+
+// scope is the parts a panel's request reads: the panel's own, but of
+// this member alone when the request asks so (scope=member).
+func scope(r *http.Request, parts Parts) Parts {
+	if r.URL.Query().Get("scope") == "member" {
+		return parts &^ partEnsemble
+	}
+	return parts
 }
 
 // uiRequest is what a panel's data function reads: the request, the
@@ -147,7 +185,23 @@ type uiRequest struct {
 	v    *view
 	memo *memo // what panels derived from v
 	src  Source
+	m    *Monitor
 	self uint64 // this node's id (0 for a single node)
+	// replay is the point of the trace's history the view is replayed
+	// at (?at=), nil for the live view.
+	replay *replayPoint
+	// diagrams counts the pictures drawn, to name each one's parts.
+	diagrams int
+}
+
+// nodeData reads a node's data as an anonymous client would; false when
+// it is gone or the world may not read it.
+func (q *uiRequest) nodeData(path string) ([]byte, bool) {
+	n, err := q.src.Node(path)
+	if err != nil || !n.Readable {
+		return nil, false
+	}
+	return n.Data, true
 }
 
 // param is a query parameter.
@@ -241,29 +295,57 @@ func loopbackHost(hostport string) bool {
 type pageData struct {
 	Panel    *panel
 	Panels   []*panel
-	V        *view
-	Self     uint64
+	Head     template.HTML
 	Controls template.HTML
 	Body     template.HTML
 	Refresh  int64 // ms; 0 for none
+	// BodyRefresh is false for a panel whose body is not redrawn (the
+	// trace streams into it): only its header is.
+	BodyRefresh bool
+}
+
+// headData is what the header shows: this member's role, read afresh at
+// every redraw so that a change of role shows at once, and the counts of
+// the shared snapshot.
+type headData struct {
+	Mode    string
+	Serving bool
+	Self    uint64
+	Leader  uint64
+	V       *view
+	Replay  *replayPoint
 }
 
 // servePanel renders one panel: the whole page, or with fragment=1 only
-// the part its script redraws.
+// the parts its script redraws (the header, and the body unless the panel
+// streams).
 func (m *Monitor) servePanel(w http.ResponseWriter, r *http.Request, p *panel) {
 	t, err := templates()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	v, memo := m.shared(p.parts | PartStats | PartReplication)
-	q := &uiRequest{r: r, v: v, memo: memo, src: m.src, self: v.Replication.NodeID}
+	v, memo := m.shared(scope(r, p.parts|PartStats|PartReplication))
+	q := &uiRequest{r: r, v: v, memo: memo, src: m.src, m: m, self: v.Replication.NodeID}
 	if !v.Mode.Replicated() {
 		q.self = 0
+	}
+	if err := q.startReplay(); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
 	data, err := p.data(q)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	// The header, with the role as it is now.
+	now := m.src.Snapshot(PartReplication)
+	hd := headData{Mode: now.Mode, Serving: now.Serving, Self: q.self, Leader: now.Replication.LeaderID, V: v, Replay: q.replay}
+	var head bytes.Buffer
+	if err := t.ExecuteTemplate(&head, "header", hd); err != nil {
+		m.cfg.Logger.Warn("live view", "panel", p.name, "err", err)
+		http.Error(w, "rendering failed", http.StatusInternalServerError)
 		return
 	}
 	// The time the snapshot was taken, for the script's countdowns.
@@ -277,12 +359,15 @@ func (m *Monitor) servePanel(w http.ResponseWriter, r *http.Request, p *panel) {
 	m.pages.Add(1)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if r.URL.Query().Get("fragment") == "1" {
-		_, _ = w.Write(body.Bytes())
+		// Both parts are html/template's output, escaped already.
+		_, _ = fmt.Fprintf(w, `<span hidden data-now="%d"></span><div id="frag-head">%s</div>`, v.Taken.UnixMilli(), head.Bytes())
+		if !p.streams {
+			_, _ = fmt.Fprintf(w, `<div id="frag-body">%s</div>`, body.Bytes())
+		}
 		return
 	}
-	// The body is html/template's output, escaped already.
-	page := pageData{Panel: p, Panels: panels, V: v, Self: q.self,
-		Body: template.HTML(body.String()), Refresh: p.refresh.Milliseconds()}
+	page := pageData{Panel: p, Panels: panels, Head: template.HTML(head.String()),
+		Body: template.HTML(body.String()), Refresh: p.refresh.Milliseconds(), BodyRefresh: !p.streams}
 	if c := t.Lookup(p.name + ".controls"); c != nil {
 		var controls bytes.Buffer
 		if err := c.Execute(&controls, data); err != nil {

@@ -33,6 +33,8 @@ var uiFuncs = template.FuncMap{
 	"treeURL":    treeURL,
 	"sessionURL": sessionURL,
 	"watchURL":   func(path string) string { return "/ui/watches?" + url.Values{"prefix": {path}}.Encode() },
+	"add":        func(a, b int) int { return a + b },
+	"clip":       clip,
 }
 
 // show makes s readable as one line: valid UTF-8 printable text as it

@@ -1,84 +1,206 @@
 package monitor
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// The locks panel: every lock or election queue (lockQueues), holder
-// first, each waiter with its session, the member it is connected
-// through and what it watches, so the predecessor chain, or a herd on
-// the parent, shows.
+// The locks panel: every lock or election queue (lockQueues) as a
+// diagram, holder (or leader) first, each waiter's watch an arrow, with
+// the contender's name from its node's data, its session's time left and
+// whether a connection carries it; and the same as a table. A queue longer
+// than a page is paged on its own (?parent=).
 
-const queuesPerPage = 20
+const (
+	queuesPerPage     = 20
+	contendersPerPage = 50
+)
 
 var _ = addPanel(panel{
 	name: "locks", title: "Locks & elections", order: 40, refresh: time.Second,
-	parts: PartSessions | PartWatches,
+	parts: PartSessions | PartWatches | partEnsemble,
 	data:  locksData,
 	tmpl: `{{define "locks.controls"}}<form class="controls" method="get" action="/ui/locks">
 <label>Parent prefix <input name="prefix" value="{{show .Prefix}}" size="30"></label>
-<button>Filter</button></form>{{end}}
-{{define "locks"}}{{if not .Rows.Items}}<p class="note">No queue: no parent has ephemeral sequential children.</p>{{end}}
+<button>Filter</button>{{if .Parent}} <a href="/ui/locks">all queues</a>{{end}}</form>
+{{template "locks.legend"}}{{end}}
+{{define "locks.legend"}}<ul class="legend" aria-label="legend">
+<li><svg width="34" height="18" role="img" aria-label="holder"><rect class="box holder" x="1" y="1" width="32" height="16" rx="3"></rect></svg> holds the lock (leads, in an election): the lowest sequence number</li>
+<li><svg width="34" height="18" role="img" aria-label="waiter"><rect class="box waiter" x="1" y="1" width="32" height="16" rx="3"></rect></svg> waits its turn</li>
+<li><svg width="34" height="18" role="img" aria-label="no connection"><rect class="box waiter gone" x="1" y="1" width="32" height="16" rx="3"></rect></svg> no connection carries its session: it expires unless its client returns</li>
+<li><svg width="44" height="18" role="img" aria-label="predecessor arrow"><defs>{{template "arrowheads" "legend-a"}}</defs><path class="arrow-predecessor" d="M 42 9 H 4" marker-end="url(#legend-a-predecessor)"></path></svg> watches its predecessor: a release wakes only the next (fair)</li>
+<li><svg width="44" height="18" role="img" aria-label="herd arrow"><defs>{{template "arrowheads" "legend-b"}}</defs><path class="arrow-parent" d="M 42 9 H 4" marker-end="url(#legend-b-parent)"></path></svg> herd: watches the parent's children, or the holder: every change wakes it</li>
+</ul>{{end}}
+{{define "arrowheads"}}<marker id="{{.}}-predecessor" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path class="head-predecessor" d="M 0 0 L 10 5 L 0 10 z"></path></marker>
+<marker id="{{.}}-other" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path class="head-other" d="M 0 0 L 10 5 L 0 10 z"></path></marker>
+<marker id="{{.}}-parent" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path class="head-parent" d="M 0 0 L 10 5 L 0 10 z"></path></marker>{{end}}
+{{define "contender"}}{{$x := .X}}{{$y := .Y}}{{with .Entry}}<a href="{{treeURL .Path}}"><g class="contender" data-session="{{sid .Session}}" data-wait="{{.WaitClass}}">
+<title>{{show .Name}}{{if .Label}} ({{.Label}}){{end}}: {{.RoleText}}, session {{sid .Session}}, {{.ConnText}}; waits on {{.WaitText}} {{show .WatchedName}}</title>
+<rect class="box {{.BoxClass}}" x="{{$x}}" y="{{$y}}" width="216" height="98" rx="5"></rect>
+<text class="role" x="{{add $x 10}}" y="{{add $y 18}}">#{{.Index}} {{.RoleText}}{{if and .Index (eq .WaitClass "none")}}<tspan class="nowatch"> · {{.WaitText}}</tspan>{{end}}</text>
+<text class="label" x="{{add $x 10}}" y="{{add $y 39}}">{{if .Label}}{{clip .Label 26}}{{else}}(its data names no one){{end}}</text>
+<text class="name" x="{{add $x 10}}" y="{{add $y 57}}">{{clip (show .Name) 30}}</text>
+<text class="conn {{.BoxClass}}" x="{{add $x 10}}" y="{{add $y 74}}">{{.BoxConn}}</text>
+<text class="left" x="{{add $x 10}}" y="{{add $y 91}}">{{if .Expires.IsZero}}session {{sid .Session}}{{else}}expires in <tspan class="countdown" data-deadline="{{ms .Expires}}">{{dur .Left}}</tspan>{{end}}</text>
+</g></a>{{end}}{{end}}
+{{define "locks"}}{{template "silent" .Silent}}{{if not .Rows.Items}}<p class="note">No queue: no parent has ephemeral sequential children.</p>{{end}}
 {{with .Rows}}{{if gt .Pages 1}}<p class="pager">Queues {{template "pager" .}}</p>{{end}}{{end}}
 {{range .Rows.Items}}<section class="queue" data-parent="{{show .Parent}}">
-<h2><a href="{{treeURL .Parent}}">{{show .Parent}}</a> <span class="count">{{len .Entries}} in line</span>{{if .Herd}} <span class="herd">herd: {{.Herd}} waiting on more than their predecessor</span>{{end}}</h2>
-<table class="list queue"><tr><th>#</th><th>node</th><th>session</th><th>via</th><th>role</th><th>waits on</th></tr>
-{{range $i, $e := .Entries}}<tr class="{{if eq $i 0}}holder{{else}}waiter{{end}}" data-session="{{sid .Session}}">
-<td>{{$i}}</td><td><a href="{{treeURL .Path}}">{{show .Name}}</a></td>
-<td><a href="{{sessionURL .Session}}">{{sid .Session}}</a></td><td>{{if .Node}}node {{.Node}}{{else}}—{{end}}</td>
-<td>{{if eq $i 0}}holder{{else}}waiter {{$i}}{{end}}</td>
+<h2><a href="{{treeURL .Parent}}">{{show .Parent}}</a> <span class="count">{{if .Election}}election: {{end}}{{.Total}} in line</span>{{if .Herd}} <span class="herd">herd: {{.Herd}} waiting on more than their predecessor</span>{{end}}</h2>
+{{with .Contenders}}{{if gt .Pages 1}}<p class="pager">Contenders {{template "pager" .}}</p>{{end}}{{end}}
+{{if .More}}<p class="note">Contenders 1–{{len .Entries}} of {{.Total}}: <a href="{{.All}}">the whole queue, a page at a time</a>.</p>{{end}}
+{{$q := .}}{{with .Diagram}}<svg class="queue-diagram" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}" role="img" aria-label="the queue {{show $q.Parent}} as a diagram">
+<defs>{{template "arrowheads" .ID}}</defs>
+{{with .Parent}}<g class="parent-bar"><rect class="box parent" x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="{{.H}}" rx="4"></rect><text x="{{add .X 10}}" y="{{add .Y 20}}">{{show $q.Parent}}: its children, watched by the herd</text></g>{{end}}
+{{$id := .ID}}{{range .Arrows}}<path class="{{.Class}}" d="{{.D}}" marker-end="url(#{{$id}}-{{.Head}})"><title>{{.Title}}</title></path>
+{{end}}{{range .Boxes}}{{template "contender" .}}
+{{end}}{{end}}</svg>
+<details class="queue-table"><summary>As a table</summary>
+<table class="list queue"><tr><th>#</th><th>node</th><th>name</th><th>session</th><th>via</th><th>role</th><th>waits on</th></tr>
+{{range .Entries}}<tr class="{{if .Index}}waiter{{else}}holder{{end}}" data-session="{{sid .Session}}">
+<td>{{.Index}}</td><td><a href="{{treeURL .Path}}">{{show .Name}}</a></td><td>{{.Label}}</td>
+<td><a href="{{sessionURL .Session}}">{{sid .Session}}</a></td><td>{{.ConnText}}</td>
+<td>{{.RoleText}}</td>
 <td class="wait-{{.WaitClass}}">{{.WaitText}}{{if .Watched}} <a href="{{treeURL .Watched}}">{{show .WatchedName}}</a>{{end}}</td></tr>
-{{end}}</table></section>
+{{end}}</table></details></section>
 {{end}}{{end}}`,
 })
 
 type locksView struct {
 	Prefix string
+	Parent string // the one queue shown, paged; "" for all
+	Silent []memberAnswer
 	Rows   listPage[queueView]
 }
 
 type queueView struct {
-	Parent  string
-	Herd    int
-	Entries []entryView
+	Parent     string
+	Herd       int
+	Total      int
+	Election   bool
+	Entries    []entryView
+	Contenders listPage[entryView] // the page shown, with its pager (Parent set)
+	More       bool                // more contenders than one picture shows
+	All        string              // the URL of the whole queue, paged
+	Diagram    *lockDiagram
 }
 
-// entryView is a contender with what the page says of how it waits.
+// entryView is a contender with what the page says of it.
 type entryView struct {
 	queueEntry
+	Index       int
 	Path        string
+	Label       string // its name from its node's data; "" for none
+	RoleText    string
 	WaitClass   string // predecessor, other, parent, elsewhere, none
 	WaitText    string
 	WatchedName string // the name of what it watches, within the parent
+	ConnText    string // how its session is connected, in words
+	BoxConn     string // the same, short, for its box
+	BoxClass    string
+	Left        time.Duration // before its session expires, at the snapshot
 }
 
 func locksData(q *uiRequest) (any, error) {
-	lv := &locksView{Prefix: q.param("prefix")}
+	lv := &locksView{Prefix: q.param("prefix"), Parent: q.param("parent"), Silent: q.v.ens.Silent()}
 	var keep []lockQueue
-	queues := derive(q.memo, "lock queues", func() []lockQueue { return lockQueues(q.self, q.v.Sessions, q.v.Watches) })
+	queues := derive(q.memo, "lock queues", func() []lockQueue { return lockQueues(q.v.Sessions, q.v.Watches) })
 	for _, lq := range queues {
-		if strings.HasPrefix(lq.Parent, lv.Prefix) {
+		if strings.HasPrefix(lq.Parent, lv.Prefix) && (lv.Parent == "" || lq.Parent == lv.Parent) {
 			keep = append(keep, lq)
 		}
 	}
 	lv.Rows = mapPage(pageOf(keep, pageNumber(q), queuesPerPage, pageLink(q)), func(lq lockQueue) queueView {
-		qv := queueView{Parent: lq.Parent, Herd: lq.Herd}
-		for i, e := range lq.Entries {
-			ev := entryView{queueEntry: e, Path: joinPath(lq.Parent, e.Name)}
-			ev.WaitClass, ev.WaitText = describeWait(e, i == 0)
-			if e.Watched != "" {
-				ev.WatchedName = e.Watched
-				if e.Watched != lq.Parent {
-					_, ev.WatchedName = splitPath(e.Watched)
-				}
-			}
-			qv.Entries = append(qv.Entries, ev)
-		}
-		return qv
+		return q.queueView(lq, lv.Parent != "")
 	})
 	return lv, nil
+}
+
+// queueView shows one queue: with paged, a page of it (?cpage=), else its
+// first page with a link to the rest.
+func (q *uiRequest) queueView(lq lockQueue, paged bool) queueView {
+	qv := queueView{Parent: lq.Parent, Herd: lq.Herd, Total: len(lq.Entries), Election: isElection(lq)}
+	views := make([]entryView, len(lq.Entries))
+	for i, e := range lq.Entries {
+		views[i] = entryView{queueEntry: e, Index: i, Path: joinPath(lq.Parent, e.Name)}
+	}
+	n := 0
+	if paged {
+		n, _ = strconv.Atoi(q.param("cpage"))
+	}
+	page := pageOf(views, max(n, 0), contendersPerPage, func(n int) string {
+		return "/ui/locks?" + url.Values{"parent": {lq.Parent}, "cpage": {strconv.Itoa(n)}}.Encode()
+	})
+	for i := range page.Items {
+		q.describe(&page.Items[i], lq, qv.Election)
+	}
+	qv.Entries = page.Items
+	if paged {
+		qv.Contenders = page
+	} else if page.Pages > 1 {
+		qv.More, qv.All = true, "/ui/locks?"+url.Values{"parent": {lq.Parent}}.Encode()
+	}
+	qv.Diagram = layoutQueue(qv.Entries, page.FirstRow-1, len(views))
+	qv.Diagram.ID = "q" + strconv.Itoa(q.diagrams)
+	q.diagrams++
+	return qv
+}
+
+// describe fills in what the page says of a contender: its name from its
+// node's data, its role, how it waits, its connection.
+func (q *uiRequest) describe(ev *entryView, lq lockQueue, election bool) {
+	e := ev.queueEntry
+	if data, ok := q.nodeData(ev.Path); ok {
+		ev.Label = contenderLabel(data)
+	}
+	switch {
+	case ev.Index == 0 && election:
+		ev.RoleText = "leader"
+	case ev.Index == 0:
+		ev.RoleText = "holds it"
+	default:
+		ev.RoleText = "waiter " + strconv.Itoa(ev.Index)
+	}
+	ev.WaitClass, ev.WaitText = describeWait(e, ev.Index == 0)
+	if e.Watched != "" {
+		ev.WatchedName = e.Watched
+		if e.Watched != lq.Parent {
+			_, ev.WatchedName = splitPath(e.Watched)
+		}
+	}
+	node := strconv.FormatUint(e.Node, 10)
+	switch {
+	case e.Wait == waitElsewhere:
+		ev.ConnText, ev.BoxConn, ev.BoxClass = "unknown: node "+node+" did not answer", "node "+node+" did not answer", "unknown"
+	case e.Attached == 0:
+		ev.ConnText, ev.BoxConn, ev.BoxClass = "no connection", "no connection", "gone"
+	case q.v.Mode == Standalone:
+		ev.ConnText, ev.BoxConn = "connected", "connected"
+	default:
+		ev.ConnText = "connected via node " + strconv.FormatUint(e.Attached, 10)
+		ev.BoxConn = "connected, via node " + strconv.FormatUint(e.Attached, 10)
+	}
+	if !e.Expires.IsZero() {
+		ev.Left = e.Expires.Sub(q.v.Taken)
+	}
+	if ev.Index == 0 {
+		ev.BoxClass += " holder"
+	} else {
+		ev.BoxClass += " waiter"
+	}
+}
+
+// isElection tells an election's queue from a lock's by the names the
+// recipes give them (Curator's LeaderLatch "-latch-", a /leader or
+// /election parent): its first contender leads rather than holds.
+func isElection(lq lockQueue) bool {
+	p := strings.ToLower(lq.Parent)
+	if strings.Contains(p, "elect") || strings.Contains(p, "leader") || strings.Contains(p, "latch") {
+		return true
+	}
+	return len(lq.Entries) > 0 && strings.Contains(strings.ToLower(lq.Entries[0].Name), "latch")
 }
 
 // describeWait says in words how a contender waits.
@@ -91,7 +213,7 @@ func describeWait(e queueEntry, holder bool) (class, text string) {
 	case waitParent:
 		return "parent", "herd: every child of the parent"
 	case waitElsewhere:
-		return "elsewhere", "unknown here: its watches are on node " + strconv.FormatUint(e.Node, 10)
+		return "elsewhere", "unknown: its watches are on node " + strconv.FormatUint(e.Node, 10) + ", which did not answer"
 	case waitDisconnected:
 		return "none", "nothing: no connection carries its session"
 	}

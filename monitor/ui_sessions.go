@@ -15,7 +15,7 @@ const sessionsPerPage = 100
 
 var _ = addPanel(panel{
 	name: "sessions", title: "Sessions", order: 20, refresh: time.Second,
-	parts: PartSessions | PartWatches,
+	parts: PartSessions | PartWatches | partEnsemble,
 	data:  sessionsData,
 	tmpl: `{{define "sessions.controls"}}<form class="controls" method="get" action="/ui/sessions">
 <label>Session <input name="session" value="{{if .Detail}}{{sid .Detail.ID}}{{end}}" size="20" placeholder="0x…"></label>

@@ -3,6 +3,7 @@ package monitor
 import (
 	"net/url"
 	"strconv"
+	"time"
 )
 
 // The trace panel: the transactions applied and the watch events
@@ -11,7 +12,7 @@ import (
 // and session.
 
 var _ = addPanel(panel{
-	name: "trace", title: "Event trace", order: 60,
+	name: "trace", title: "Event trace", order: 60, refresh: time.Second, streams: true,
 	data: func(q *uiRequest) (any, error) {
 		return traceView{Path: q.param("path"), Session: parseSession(q.param("session"))}, nil
 	},

@@ -17,7 +17,7 @@ const watchesPerPage = 100
 
 var _ = addPanel(panel{
 	name: "watches", title: "Watches", order: 30, refresh: time.Second,
-	parts: PartWatches,
+	parts: PartWatches | partEnsemble,
 	data:  watchesData,
 	tmpl: `{{define "watches.controls"}}<form class="controls" method="get" action="/ui/watches">
 <label>Path prefix <input name="prefix" value="{{show .Prefix}}" size="30"></label>

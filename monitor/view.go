@@ -55,7 +55,14 @@ func buildTime() time.Time {
 type view struct {
 	*Snapshot
 	words []string // the four-letter words answered, sorted
+	// ens is what the other members reported, for a live view of the
+	// whole ensemble; nil for a view of this member alone.
+	ens *peerViews
 }
+
+// Ens is what the other members reported, nil for a view of this member
+// alone (for the templates).
+func (v *view) Ens() *peerViews { return v.ens }
 
 // elapsedMillis is ZooKeeper's Time.currentElapsedTime for t: milliseconds
 // on a monotonic clock (here: since the server started), 0 for never.

@@ -65,6 +65,7 @@ func (s *Server) settings() monitor.Server {
 	out := monitor.Server{
 		SecureAddr:        addr(s.SecureAddr()),
 		AdminAddr:         addr(s.AdminAddr()),
+		UIAddr:            addr(s.UIAddr()),
 		Started:           s.stats.started,
 		TickTime:          cfg.TickTime,
 		MinSessionTimeout: cfg.MinSessionTimeout,

@@ -124,6 +124,8 @@ func (s *Server) openReplication() (replication, error) {
 	if rc.ReportInterval == 0 {
 		rc.ReportInterval = max(min(s.cfg.TickTime/2, s.cfg.MinSessionTimeout/9), 10*time.Millisecond)
 	}
+	// Other members' live views ask this one what only it knows.
+	rc.Answer = func(_ context.Context, question []byte) ([]byte, error) { return s.monitor.AnswerMember(question) }
 	n, err := raftstore.OpenNode(rc, s.db, replicationEvents{s})
 	if err != nil {
 		return nil, err
@@ -137,4 +139,14 @@ func (s *Server) forwarded() int64 {
 		return n.Forwarded()
 	}
 	return 0
+}
+
+// AskMember puts a live view's question to the member at raftAddr over
+// the members' authenticated channel (monitor.Peers).
+func (s *Server) AskMember(ctx context.Context, raftAddr string, question []byte) ([]byte, error) {
+	n, ok := s.repl.(*raftstore.Node)
+	if !ok {
+		return nil, errors.New("server: not a member of an ensemble")
+	}
+	return n.Store().Ask(ctx, raftAddr, question, 0)
 }

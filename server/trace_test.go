@@ -58,7 +58,7 @@ func TestTraceHistoryOfALock(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	events := h.Since(0, &trace.Filter{PathPrefix: "/lock/"}, 0)
+	events, _ := h.Since(0, &trace.Filter{PathPrefix: "/lock/"}, 0)
 	var kinds []string
 	for _, e := range events {
 		kinds = append(kinds, e.Kind.String()+" "+e.Op+e.Type+e.Watch)

@@ -109,7 +109,7 @@ func (b *Broker) SubscribeSince(f Filter, buffer int, seq uint64) (*Subscription
 	defer b.mu.Unlock()
 	var past []Event
 	if b.hist != nil {
-		past = b.hist.Since(seq, &f, 0)
+		past, _ = b.hist.Since(seq, &f, 0)
 	}
 	b.subs = append(b.subs, s)
 	b.active.Add(1)
@@ -201,10 +201,14 @@ const (
 
 // Since copies the events of the window after seq (from the oldest when
 // seq is 0) that f keeps (all, if f is nil), oldest first; with limit > 0,
-// only the newest limit of them.
-func (h *History) Since(seq uint64, f *Filter, limit int) []Event {
+// only the newest limit of them. last is the Seq of the window's newest
+// event, kept or not: a stream that goes on from the copy starts after it.
+func (h *History) Since(seq uint64, f *Filter, limit int) (events []Event, last uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.n > 0 {
+		last = h.at(h.n - 1).Seq
+	}
 	n := h.n
 	// The window is in Seq order: find the first event after seq.
 	first := 0
@@ -232,7 +236,7 @@ func (h *History) Since(seq uint64, f *Filter, limit int) []Event {
 		}
 	}
 	slices.Reverse(out)
-	return out
+	return out, last
 }
 
 // SeqAt returns the Seq just before the first event of the window that

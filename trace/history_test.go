@@ -23,11 +23,11 @@ func TestHistoryBounds(t *testing.T) {
 	if st.Events != 10 || st.Evicted != 90 || st.FirstSeq != 91 || st.LastSeq != 100 || st.Bytes != 10*eventBytes(&Event{Path: "/n"}) {
 		t.Fatalf("stats %+v", st)
 	}
-	got := h.Since(95, nil, 0)
+	got, _ := h.Since(95, nil, 0)
 	if len(got) != 5 || got[0].Seq != 96 || got[4].Seq != 100 {
 		t.Fatalf("since 95: %v", got)
 	}
-	if got := h.Since(0, nil, 3); len(got) != 3 || got[0].Seq != 98 {
+	if got, last := h.Since(0, nil, 3); last != 100 || len(got) != 3 || got[0].Seq != 98 {
 		t.Fatalf("the newest 3: %v", got)
 	}
 	if got := h.SeqAt(func(e *Event) bool { return e.Zxid >= 93 }); got != 92 {
@@ -60,7 +60,7 @@ func TestHistoryFiltersDeletedEphemerals(t *testing.T) {
 		Changes: []Change{Changed("NodeDeleted", "/locks/l-0000000001", 7, []byte("worker-1"))}}
 	b.Publish(closed)
 	b.Publish(Event{Kind: TxnApplied, Op: "create", Path: "/other"})
-	got := h.Since(0, &Filter{PathPrefix: "/locks/"}, 0)
+	got, _ := h.Since(0, &Filter{PathPrefix: "/locks/"}, 0)
 	if len(got) != 2 || got[1].Op != "closeSession" || string(got[1].Changes[0].Data) != "worker-1" {
 		t.Fatalf("under /locks/: %v", got)
 	}

@@ -47,10 +47,16 @@
         return;
       }
       const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
-      live.replaceChildren(...doc.body.childNodes);
+      readNow(doc);
+      // The header is redrawn with the panel, so its role and counts
+      // never disagree with what is below them.
+      const head = doc.getElementById('frag-head');
+      const header = document.getElementById('head');
+      if (head && header) header.replaceChildren(...head.childNodes);
+      const body = doc.getElementById('frag-body');
+      if (body && live.dataset.body) live.replaceChildren(...body.childNodes);
       live.classList.remove('stale');
       live.dataset.drawn = String(Number(live.dataset.drawn || 0) + 1);
-      readNow(live);
       tick();
     } catch (e) {
       live.classList.add('stale');
