@@ -35,7 +35,10 @@ type Peers interface {
 
 // memberQuestion is what one member's view asks another.
 type memberQuestion struct {
-	Ask string `json:"ask"` // "report"
+	// Ask is "report" (memberReport) or "watch-history" (the watch
+	// events of its trace's window after AfterZxid, for a replay).
+	Ask       string `json:"ask"`
+	AfterZxid int64  `json:"after_zxid,omitempty"`
 }
 
 // memberReport is a member's answer: who it is, where its own view is,
@@ -75,6 +78,10 @@ type reportedSession struct {
 	Expires    time.Time `json:"expires,omitzero"`
 }
 
+// maxReportedEnded bounds the ended sessions a report carries: the
+// newest.
+const maxReportedEnded = 200
+
 // maxReport bounds the answer a member's view reads from another.
 const maxReport = 64 << 20
 
@@ -85,11 +92,17 @@ const askTimeout = 1500 * time.Millisecond
 // raftstore's questions): a report of what only this member knows.
 func (m *Monitor) AnswerMember(question []byte) ([]byte, error) {
 	var q memberQuestion
-	if err := json.Unmarshal(question, &q); err != nil || q.Ask != "report" {
+	if err := json.Unmarshal(question, &q); err != nil {
 		return nil, fmt.Errorf("monitor: unknown question %q", question)
 	}
-	v, _ := m.shared(PartSessions | PartWatches | PartReplication | PartStats)
-	return json.Marshal(m.report(v))
+	switch q.Ask {
+	case "report":
+		v, _ := m.shared(PartSessions | PartWatches | PartReplication | PartStats)
+		return json.Marshal(m.report(v))
+	case "watch-history":
+		return json.Marshal(m.watchHistory(q.AfterZxid))
+	}
+	return nil, fmt.Errorf("monitor: unknown question %q", question)
 }
 
 // report is this member's report from a local snapshot.
@@ -108,6 +121,9 @@ func (m *Monitor) report(v *view) *memberReport {
 	if b := m.src.Trace(); b != nil {
 		if h := b.History(); h != nil {
 			rep.Ended = h.Ended()
+			if n := len(rep.Ended); n > maxReportedEnded {
+				rep.Ended = rep.Ended[n-maxReportedEnded:]
+			}
 		}
 	}
 	return rep
@@ -137,34 +153,53 @@ type memberAnswer struct {
 // askMembers asks every other member for its report, at once, each within
 // askTimeout. The answers come in member order.
 func (m *Monitor) askMembers(v *view) []memberAnswer {
+	question, _ := json.Marshal(memberQuestion{Ask: "report"})
+	raw := m.askMembersQ(v, question)
+	out := make([]memberAnswer, len(raw))
+	for i, a := range raw {
+		out[i] = memberAnswer{Member: a.Member, Err: a.Err}
+		if a.Err == nil {
+			r := new(memberReport)
+			if err := json.Unmarshal(a.Body, r); err != nil {
+				out[i].Err = err
+			} else {
+				out[i].Report = r
+			}
+		}
+	}
+	return out
+}
+
+// rawAnswer is one member's answer to a question, or why there is none.
+type rawAnswer struct {
+	Member Member
+	Body   []byte
+	Err    error
+}
+
+// askMembersQ puts question to every other member at once, each within
+// askTimeout, and returns the answers in member order.
+func (m *Monitor) askMembersQ(v *view, question []byte) []rawAnswer {
 	peers, ok := m.src.(Peers)
 	if !ok || v.Mode == Standalone {
 		return nil
 	}
-	question, _ := json.Marshal(memberQuestion{Ask: "report"})
 	ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
 	defer cancel()
-	var out []memberAnswer
+	var out []rawAnswer
 	for _, mem := range v.Replication.Members {
 		if mem.ID != v.Replication.NodeID {
-			out = append(out, memberAnswer{Member: mem})
+			out = append(out, rawAnswer{Member: mem})
 		}
 	}
 	var wg sync.WaitGroup
 	for i := range out {
 		wg.Go(func() {
 			a := &out[i]
-			b, err := peers.AskMember(ctx, a.Member.Addr, question)
-			if err == nil && len(b) > maxReport {
-				err = errors.New("report too large")
+			a.Body, a.Err = peers.AskMember(ctx, a.Member.Addr, question)
+			if a.Err == nil && len(a.Body) > maxReport {
+				a.Body, a.Err = nil, errors.New("answer too large")
 			}
-			if err == nil {
-				a.Report = new(memberReport)
-				if err = json.Unmarshal(b, a.Report); err != nil {
-					a.Report = nil
-				}
-			}
-			a.Err = err
 		})
 	}
 	wg.Wait()

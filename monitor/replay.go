@@ -1,12 +1,581 @@
 package monitor
 
-// replayPoint is a point of the trace's history the view is replayed at.
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hutchzk/hutch/trace"
+)
+
+// Replay: the view as it was at a point of the trace's history. The
+// history is an undo log: starting from the state now (the shared
+// snapshot's sessions and watches, and the tree under the path the view
+// looks at), the events after the point are undone, newest first, each
+// by what it records (a created node goes, a deleted one comes back with
+// its data and owner, a closed session reopens with its ephemerals, a
+// watch that fired is set again, one that was set goes). Every undo is
+// idempotent, so events the snapshot had not yet seen when it was taken
+// undo to the right state as well. The points are the transactions: a
+// step forward applies one transaction and what it caused (the watches
+// it fired, the watches the woken clients set again) up to the next one.
+//
+// Watches are each member's own, and so are the events that set, fire
+// and drop them: in a view of the whole ensemble, the other members'
+// watch events after the point are asked for and undone too, placed by
+// their zxids, which every member shares.
+
+// maxReplayNodes bounds the tree a replay tracks under its path.
+const maxReplayNodes = 5000
+
+// replayPoint is the point of the history the view is replayed at, and
+// what the steps around it are.
 type replayPoint struct {
-	Seq uint64
+	// Txn is the transaction the view is replayed just after; a zero
+	// Seq means before the window's first transaction.
+	Txn trace.Event
+	// Prev and Next are the seqs of the steps around it (0 for none;
+	// PrevStart for the window's start).
+	Prev, Next uint64
+	PrevStart  bool
+	Index      int // which step, from 1; 0 before the first
+	Steps      int
+	// Scope is the path prefix the steps go through (?rpath=): only
+	// transactions touching it are steps.
+	Scope string
+	// Oldest is the window's oldest event's time.
+	Oldest time.Time
+	// boundary is the Seq of the last event the replayed state includes;
+	// events holds the window from the oldest on.
+	boundary uint64
+	events   []trace.Event
+	last     uint64 // the window's newest Seq
 }
 
 // Describe says where the replay stands, for the header.
-func (p *replayPoint) Describe() string { return "" }
+func (p *replayPoint) Describe() string {
+	if p.Txn.Seq == 0 {
+		return "before the first of " + strconv.Itoa(p.Steps) + " transactions in the window"
+	}
+	e := p.Txn
+	what := e.Op
+	if paths := e.Paths(); len(paths) > 0 {
+		what += " " + show(paths[0])
+		if len(paths) > 1 {
+			what += fmt.Sprintf(" and %d more", len(paths)-1)
+		}
+	}
+	return fmt.Sprintf("just after zxid %#x at %s, %s (step %d of %d)", e.Zxid, e.Time.Format("15:04:05.000"), what, p.Index, p.Steps)
+}
 
-// startReplay reads ?at= and, if set, prepares the replay.
-func (q *uiRequest) startReplay() error { return nil }
+// Link is the URL of the same panel at another step.
+func (p *replayPoint) Link(r string, seq uint64, start bool) string {
+	if seq == 0 && !start {
+		return ""
+	}
+	at := strconv.FormatUint(seq, 10)
+	if start {
+		at = "start"
+	}
+	return withQuery(r, map[string]string{"at": at})
+}
+
+// startReplay reads ?at= (a Seq of the history, or "start") and, if set,
+// finds the step at or before it.
+func (q *uiRequest) startReplay() error {
+	at := q.param("at")
+	if at == "" {
+		return nil
+	}
+	h := q.m.history()
+	if h == nil {
+		return fmt.Errorf("this server keeps no history of its trace to replay (--trace-history)")
+	}
+	seq, err := strconv.ParseUint(at, 10, 64)
+	if at != "start" && err != nil {
+		return fmt.Errorf("at %q: a point of the trace's history (its seq) or start", at)
+	}
+	events, last := h.Since(0, nil, 0)
+	p := &replayPoint{Scope: q.param("rpath"), events: events, last: last}
+	if len(events) > 0 {
+		p.Oldest = events[0].Time
+	}
+	var steps []int // indexes of the transactions that are steps
+	for i := range events {
+		if isStep(&events[i], p.Scope) {
+			steps = append(steps, i)
+		}
+	}
+	p.Steps = len(steps)
+	// The step at or before seq.
+	k := -1
+	for j, i := range steps {
+		if at != "start" && events[i].Seq <= seq {
+			k = j
+		}
+	}
+	if k >= 0 {
+		i := steps[k]
+		p.Txn, p.Index = events[i], k+1
+		p.boundary = last
+		for n := i + 1; n < len(events); n++ {
+			if events[n].Kind == trace.TxnApplied {
+				p.boundary = events[n].Seq - 1
+				break
+			}
+		}
+		if k > 0 {
+			p.Prev = events[steps[k-1]].Seq
+		} else {
+			p.PrevStart = true
+		}
+	} else if len(events) > 0 {
+		p.boundary = events[0].Seq - 1
+	}
+	if k+1 < len(steps) {
+		p.Next = events[steps[k+1]].Seq
+	}
+	q.replay = p
+	return nil
+}
+
+// isStep reports whether e is a transaction the replay steps through.
+func isStep(e *trace.Event, scope string) bool {
+	if e.Kind != trace.TxnApplied || e.Err != "" || e.Op == "createSession" && scope != "" {
+		return false
+	}
+	if scope == "" {
+		return true
+	}
+	return (&trace.Filter{PathPrefix: scope}).Match(e)
+}
+
+// replayState is the view's state at a replay point: the sessions, the
+// watches, and the tree under a path.
+type replayState struct {
+	sessions map[int64]*Session
+	// ephemerals are each session's ephemeral nodes.
+	ephemerals map[int64]map[string]bool
+	watches    map[watchKey]string // mode by session, path and table
+	// root is the path whose subtree nodes holds; truncated says it held
+	// more than maxReplayNodes.
+	root      string
+	nodes     map[string]*replayNode
+	truncated bool
+	// created keeps the data each node was created with, for names.
+	created map[string][]byte
+	// silent are the members whose watches are unknown.
+	silent map[uint64]bool
+}
+
+// watchKey is one watch table entry of a session.
+type watchKey struct {
+	session int64
+	path    string
+	child   bool
+}
+
+// replayNode is one node of the replayed tree.
+type replayNode struct {
+	data  []byte
+	owner int64
+}
+
+// state builds the replayed state with the tree under root ("" for none),
+// once per shared snapshot.
+func (q *uiRequest) state(root string) *replayState {
+	p := q.replay
+	key := fmt.Sprintf("replay %d %q %q", p.boundary, root, p.Scope)
+	return derive(q.memo, key, func() *replayState {
+		st := newReplayState(q.v, root, q.src)
+		remote := q.m.remoteWatchEvents(q.v, p.Txn.Zxid)
+		st.undo(p.events, p.boundary, remote, p.Txn.Zxid)
+		return st
+	})
+}
+
+// newReplayState is the state now: the view's sessions and watches, and
+// the tree under root read from the source.
+func newReplayState(v *view, root string, src Source) *replayState {
+	st := &replayState{sessions: map[int64]*Session{}, ephemerals: map[int64]map[string]bool{}, watches: map[watchKey]string{},
+		root: root, nodes: map[string]*replayNode{}, created: map[string][]byte{}, silent: map[uint64]bool{}}
+	for i := range v.Sessions {
+		s := v.Sessions[i]
+		eph := make(map[string]bool, len(s.Ephemerals))
+		for _, e := range s.Ephemerals {
+			eph[e] = true
+		}
+		s.Ephemerals = nil
+		st.sessions[s.ID] = &s
+		st.ephemerals[s.ID] = eph
+	}
+	for _, w := range v.Watches {
+		if w.Session != 0 {
+			st.watches[watchKey{w.Session, w.Path, w.Child}] = w.Mode
+		}
+	}
+	for _, a := range v.ens.Silent() {
+		st.silent[a.Member.ID] = true
+	}
+	if root != "" {
+		st.readTree(src)
+	}
+	return st
+}
+
+// readTree reads the subtree under root, breadth first, up to
+// maxReplayNodes nodes.
+func (st *replayState) readTree(src Source) {
+	queue := []string{st.root}
+	for len(queue) > 0 && len(st.nodes) < maxReplayNodes {
+		p := queue[0]
+		queue = queue[1:]
+		n, err := src.Node(p)
+		if err != nil {
+			continue
+		}
+		st.nodes[p] = &replayNode{data: n.Data, owner: n.Stat.EphemeralOwner}
+		after := ""
+		for len(st.nodes)+len(queue) < maxReplayNodes {
+			names, err := src.Children(p, after, childrenPerPage)
+			if err != nil || len(names) == 0 {
+				break
+			}
+			for _, name := range names {
+				queue = append(queue, joinPath(p, name))
+			}
+			after = names[len(names)-1]
+		}
+	}
+	st.truncated = len(queue) > 0
+}
+
+// replayRoot is the subtree a prefix filter asks a replay to track: the
+// path it names, or none.
+func replayRoot(prefix string) string {
+	p := strings.TrimSuffix(prefix, "/")
+	if !strings.HasPrefix(p, "/") {
+		return ""
+	}
+	return p
+}
+
+// tracked reports whether path is in the replayed tree's subtree.
+func (st *replayState) tracked(path string) bool {
+	return st.root != "" && isAncestor(st.root, path)
+}
+
+// undo takes the state back to just after boundary: every local event
+// after it, and every other member's watch event after zxid, newest
+// first, a member's after the local ones of the same zxid.
+func (st *replayState) undo(events []trace.Event, boundary uint64, remote []trace.Event, zxid int64) {
+	sets := setWatches(events)
+	for _, e := range events {
+		if e.Kind == trace.TxnApplied && e.Err == "" {
+			for _, c := range e.Changes {
+				if c.Type == "NodeCreated" {
+					st.created[c.Path] = c.Data
+				}
+			}
+		}
+	}
+	r := len(remote) - 1
+	undoRemote := func(down int64) {
+		for ; r >= 0 && remote[r].Zxid > zxid && remote[r].Zxid >= down; r-- {
+			st.undoEvent(&remote[r], sets, events)
+		}
+	}
+	for i := len(events) - 1; i >= 0 && events[i].Seq > boundary; i-- {
+		undoRemote(events[i].Zxid)
+		st.undoEvent(&events[i], sets, events)
+	}
+	undoRemote(zxid + 1)
+}
+
+// undoEvent undoes one event.
+func (st *replayState) undoEvent(e *trace.Event, sets map[watchKey][]string, events []trace.Event) {
+	switch e.Kind {
+	case trace.TxnApplied:
+		if e.Err != "" {
+			return
+		}
+		for i := len(e.Changes) - 1; i >= 0; i-- {
+			st.undoChange(&e.Changes[i])
+		}
+		switch e.Op {
+		case "createSession":
+			delete(st.sessions, e.Session)
+			delete(st.ephemerals, e.Session)
+		case "closeSession":
+			if st.sessions[e.Session] == nil {
+				st.sessions[e.Session] = &Session{ID: e.Session, Timeout: time.Duration(e.Timeout) * time.Millisecond, Node: e.Member}
+			}
+			for _, c := range e.Changes {
+				if c.Type == "NodeDeleted" && c.Owner == e.Session {
+					st.own(e.Session, c.Path)
+				}
+			}
+		}
+	case trace.SessionAttached:
+		if s := st.sessions[e.Session]; s != nil {
+			s.Node = previousMember(events, e)
+		}
+	case trace.WatchSet:
+		for _, table := range watchTables(e.Watch) {
+			delete(st.watches, watchKey{e.Session, e.Path, table})
+		}
+	case trace.WatchRemoved:
+		for _, op := range e.Ops {
+			st.setWatch(e.Session, op.Path, op.Op)
+		}
+	case trace.WatchDelivered:
+		if st.persistent(e.Session, e.Path) {
+			return
+		}
+		kinds := sets[watchKey{e.Session, e.Path, false}]
+		if len(kinds) == 0 {
+			kinds = []string{defaultWatch(e.Type)}
+		}
+		for _, k := range kinds {
+			if watchFires(k, e.Type) {
+				st.setWatch(e.Session, e.Path, k)
+			}
+		}
+	}
+}
+
+// undoChange undoes one node change.
+func (st *replayState) undoChange(c *trace.Change) {
+	switch c.Type {
+	case "NodeCreated":
+		if c.Owner != 0 {
+			delete(st.ephemerals[c.Owner], c.Path)
+		}
+		if st.tracked(c.Path) {
+			delete(st.nodes, c.Path)
+		}
+	case "NodeDeleted":
+		if c.Owner != 0 {
+			st.own(c.Owner, c.Path)
+		}
+		if st.tracked(c.Path) {
+			st.nodes[c.Path] = &replayNode{data: c.Data, owner: c.Owner}
+		}
+	case "NodeDataChanged":
+		if n := st.nodes[c.Path]; n != nil {
+			n.data = c.Data
+		}
+	}
+}
+
+// own records path as an ephemeral of session id.
+func (st *replayState) own(id int64, path string) {
+	if st.ephemerals[id] == nil {
+		st.ephemerals[id] = map[string]bool{}
+	}
+	st.ephemerals[id][path] = true
+}
+
+// setWatch sets the table entries a watch of kind has.
+func (st *replayState) setWatch(session int64, path, kind string) {
+	mode := "standard"
+	if kind == "persistent" || kind == "persistentRecursive" {
+		mode = kind
+	}
+	for _, table := range watchTables(kind) {
+		st.watches[watchKey{session, path, table}] = mode
+	}
+}
+
+// persistent reports whether a session's persistent watch covers path,
+// so that an event there consumed nothing.
+func (st *replayState) persistent(session int64, path string) bool {
+	if m := st.watches[watchKey{session, path, false}]; m == "persistent" || m == "persistentRecursive" {
+		return true
+	}
+	for p, ok := parentOf(path); ok; p, ok = parentOf(p) {
+		if st.watches[watchKey{session, p, false}] == "persistentRecursive" {
+			return true
+		}
+	}
+	return false
+}
+
+// parentOf is a path's parent, false for the root.
+func parentOf(path string) (string, bool) {
+	if path == "/" || path == "" {
+		return "", false
+	}
+	parent, _ := splitPath(path)
+	return parent, true
+}
+
+// watchTables are the tables a watch of kind has entries in: false for
+// the data table, true for the child table.
+func watchTables(kind string) []bool {
+	switch kind {
+	case "child":
+		return []bool{true}
+	case "persistent", "persistentRecursive", "any":
+		return []bool{false, true}
+	}
+	return []bool{false} // data, exist
+}
+
+// defaultWatch is the one-shot watch an event of type fires, when the
+// history does not say which was set: a data watch, or a child watch for
+// a children's change.
+func defaultWatch(typ string) string {
+	if typ == "NodeChildrenChanged" {
+		return "child"
+	}
+	return "data"
+}
+
+// watchFires reports whether a one-shot watch of kind fires on an event of
+// type (and so was spent by it).
+func watchFires(kind, typ string) bool {
+	switch kind {
+	case "child":
+		return typ == "NodeChildrenChanged" || typ == "NodeDeleted"
+	case "data", "exist":
+		return typ != "NodeChildrenChanged"
+	}
+	return false
+}
+
+// setWatches indexes, for each session and path, the kinds of the
+// one-shot watches set on it, newest last, as the window shows them.
+func setWatches(events []trace.Event) map[watchKey][]string {
+	out := map[watchKey][]string{}
+	for i := range events {
+		e := &events[i]
+		if e.Kind == trace.WatchSet && (e.Watch == "data" || e.Watch == "exist" || e.Watch == "child") {
+			k := watchKey{e.Session, e.Path, false}
+			if !slices.Contains(out[k], e.Watch) {
+				out[k] = append(out[k], e.Watch)
+			}
+		}
+	}
+	return out
+}
+
+// previousMember is the member a session was connected through before the
+// attach e, as the window shows it; e's own if the window does not.
+func previousMember(events []trace.Event, e *trace.Event) uint64 {
+	m := e.Member
+	for i := range events {
+		x := &events[i]
+		if x.Seq >= e.Seq {
+			break
+		}
+		if x.Session == e.Session && x.Member != 0 && (x.Kind == trace.SessionAttached || x.Op == "createSession") {
+			m = x.Member
+		}
+	}
+	return m
+}
+
+// Sessions are the replayed sessions, by id, with their ephemerals: each
+// taken as connected through its member, whose watches the replay knows
+// unless that member did not answer.
+func (st *replayState) Sessions() []Session {
+	out := make([]Session, 0, len(st.sessions))
+	for id, s := range st.sessions {
+		r := Session{ID: id, Timeout: s.Timeout, Node: s.Node, Remote: s.Remote, Auth: s.Auth}
+		for p := range st.ephemerals[id] {
+			r.Ephemerals = append(r.Ephemerals, p)
+		}
+		slices.Sort(r.Ephemerals)
+		r.Unknown = st.silent[s.Node]
+		if !r.Unknown {
+			r.Attached = cmp.Or(s.Node, 1)
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b Session) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Watches are the replayed watches, as table entries.
+func (st *replayState) Watches() []Watch {
+	out := make([]Watch, 0, len(st.watches))
+	for k, mode := range st.watches {
+		out = append(out, Watch{Path: k.path, Session: k.session, Watcher: k.session, Child: k.child, Mode: mode})
+	}
+	slices.SortFunc(out, func(a, b Watch) int {
+		return cmp.Or(strings.Compare(a.Path, b.Path), cmp.Compare(a.Session, b.Session))
+	})
+	return out
+}
+
+// data is a node's data in the replay: the replayed tree's, else what it
+// was created with, as the window recorded.
+func (st *replayState) data(path string) ([]byte, bool) {
+	if n := st.nodes[path]; n != nil {
+		return n.data, true
+	}
+	d, ok := st.created[path]
+	return d, ok
+}
+
+// children lists the replayed children of path, sorted.
+func (st *replayState) children(path string) []string {
+	var out []string
+	for p := range st.nodes {
+		if parent, name := splitPath(p); parent == path && p != path {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// remoteWatchEvents asks the other members, in a view of the whole
+// ensemble, for their watch events after zxid: each member's watches are
+// its own clients'.
+func (m *Monitor) remoteWatchEvents(v *view, zxid int64) []trace.Event {
+	if v.ens == nil {
+		return nil
+	}
+	question, _ := json.Marshal(memberQuestion{Ask: "watch-history", AfterZxid: zxid})
+	var all []trace.Event
+	for _, a := range m.askMembersQ(v, question) {
+		var evs []trace.Event
+		if a.Err == nil && json.Unmarshal(a.Body, &evs) == nil {
+			all = append(all, evs...)
+		}
+	}
+	slices.SortStableFunc(all, func(a, b trace.Event) int { return cmp.Compare(a.Zxid, b.Zxid) })
+	return all
+}
+
+// watchHistory is a member's answer to watch-history: the watch events of
+// its window after zxid.
+func (m *Monitor) watchHistory(zxid int64) []trace.Event {
+	h := m.history()
+	if h == nil {
+		return nil
+	}
+	f := &trace.Filter{Kinds: []trace.Kind{trace.WatchSet, trace.WatchDelivered, trace.WatchRemoved}}
+	events, _ := h.Since(0, f, 0)
+	i, _ := slices.BinarySearchFunc(events, zxid+1, func(e trace.Event, z int64) int { return cmp.Compare(e.Zxid, z) })
+	return events[i:]
+}
+
+// withQuery is a request URI with some query parameters set (and fragment
+// left out).
+func withQuery(requestURI string, set map[string]string) string {
+	path, query, _ := strings.Cut(requestURI, "?")
+	v, _ := url.ParseQuery(query)
+	v.Del("fragment")
+	for k, val := range set {
+		v.Set(k, val)
+	}
+	return path + "?" + v.Encode()
+}

@@ -9,10 +9,13 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hutchzk/hutch/trace"
 )
 
 // The live view: server-rendered HTML pages, one per panel, that a little
@@ -115,21 +118,30 @@ const partEnsemble Parts = 1 << 7
 
 // memo keeps what panels derive from one shared snapshot.
 type memo struct {
-	mu sync.Mutex // guards m; held while a value is made, so it is made once
-	m  map[string]any
+	mu sync.Mutex // guards m
+	m  map[string]*memoEntry
+}
+
+// memoEntry is one derived value, made once.
+type memoEntry struct {
+	once sync.Once
+	v    any
 }
 
 // derive returns the value kept under key, making it with make the first
-// time. Values are shared between viewers: never change one.
+// time; viewers asking at once wait for the one making it. make may
+// derive values under other keys. Values are shared between viewers:
+// never change one.
 func derive[T any](c *memo, key string, make func() T) T {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if v, ok := c.m[key]; ok {
-		return v.(T)
+	e := c.m[key]
+	if e == nil {
+		e = &memoEntry{}
+		c.m[key] = e
 	}
-	v := make()
-	c.m[key] = v
-	return v
+	c.mu.Unlock()
+	e.once.Do(func() { e.v = make() })
+	return e.v.(T)
 }
 
 // shared returns a view with parts no older than snapshotAge, and what
@@ -151,7 +163,7 @@ func (m *Monitor) shared(parts Parts) (*view, *memo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.v == nil || time.Since(s.taken) > snapshotAge {
-		s.v, s.taken, s.memo = m.takeView(parts), time.Now(), &memo{m: map[string]any{}}
+		s.v, s.taken, s.memo = m.takeView(parts), time.Now(), &memo{m: map[string]*memoEntry{}}
 	}
 	return s.v, s.memo
 }
@@ -194,9 +206,44 @@ type uiRequest struct {
 	diagrams int
 }
 
+// history is the trace's window the server keeps, nil without one.
+func (m *Monitor) history() *trace.History {
+	if b := m.src.Trace(); b != nil {
+		return b.History()
+	}
+	return nil
+}
+
+// sessions and watches are what the panels show: the snapshot's, or the
+// replay's.
+func (q *uiRequest) sessions() []Session {
+	if q.replay != nil {
+		return q.state("").Sessions()
+	}
+	return q.v.Sessions
+}
+
+func (q *uiRequest) watches() []Watch {
+	if q.replay != nil {
+		return q.state("").Watches()
+	}
+	return q.v.Watches
+}
+
+// memoKey is key, told apart for a replay.
+func (q *uiRequest) memoKey(key string) string {
+	if q.replay != nil {
+		return fmt.Sprintf("%s at %d %q", key, q.replay.boundary, q.replay.Scope)
+	}
+	return key
+}
+
 // nodeData reads a node's data as an anonymous client would; false when
-// it is gone or the world may not read it.
+// it is gone or the world may not read it. In a replay, as it was.
 func (q *uiRequest) nodeData(path string) ([]byte, bool) {
+	if q.replay != nil {
+		return q.state("").data(path)
+	}
 	n, err := q.src.Node(path)
 	if err != nil || !n.Readable {
 		return nil, false
@@ -314,6 +361,22 @@ type headData struct {
 	Leader  uint64
 	V       *view
 	Replay  *replayPoint
+	// History is the trace's window, nil without one.
+	History *trace.HistoryStats
+	// URI is the request's, for the replay's links.
+	URI string
+}
+
+// LiveURI is the request's URI without the replay.
+func (h headData) LiveURI() string {
+	path, query, _ := strings.Cut(h.URI, "?")
+	v, _ := url.ParseQuery(query)
+	v.Del("at")
+	v.Del("fragment")
+	if len(v) == 0 {
+		return path
+	}
+	return path + "?" + v.Encode()
 }
 
 // servePanel renders one panel: the whole page, or with fragment=1 only
@@ -341,7 +404,11 @@ func (m *Monitor) servePanel(w http.ResponseWriter, r *http.Request, p *panel) {
 	}
 	// The header, with the role as it is now.
 	now := m.src.Snapshot(PartReplication)
-	hd := headData{Mode: now.Mode, Serving: now.Serving, Self: q.self, Leader: now.Replication.LeaderID, V: v, Replay: q.replay}
+	hd := headData{Mode: now.Mode, Serving: now.Serving, Self: q.self, Leader: now.Replication.LeaderID, V: v, Replay: q.replay, URI: r.URL.RequestURI()}
+	if h := m.history(); h != nil {
+		st := h.Stats()
+		hd.History = &st
+	}
 	var head bytes.Buffer
 	if err := t.ExecuteTemplate(&head, "header", hd); err != nil {
 		m.cfg.Logger.Warn("live view", "panel", p.name, "err", err)

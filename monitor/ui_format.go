@@ -23,18 +23,22 @@ import (
 // reads as what it is. Links carry paths percent-encoded byte for byte,
 // so a click reaches exactly the node shown.
 var uiFuncs = template.FuncMap{
-	"show":       show,
-	"sid":        func(id int64) string { return "0x" + strconv.FormatInt(id, 16) },
-	"zxid":       func(z int64) string { return "0x" + strconv.FormatInt(z, 16) },
-	"ms":         unixMillis,
-	"dur":        humanDuration,
-	"epoch":      func(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000Z") },
-	"perms":      wire.PermString,
-	"treeURL":    treeURL,
-	"sessionURL": sessionURL,
-	"watchURL":   func(path string) string { return "/ui/watches?" + url.Values{"prefix": {path}}.Encode() },
-	"add":        func(a, b int) int { return a + b },
-	"clip":       clip,
+	"show":           show,
+	"sid":            func(id int64) string { return "0x" + strconv.FormatInt(id, 16) },
+	"zxid":           func(z int64) string { return "0x" + strconv.FormatInt(z, 16) },
+	"ms":             unixMillis,
+	"dur":            humanDuration,
+	"epoch":          func(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000Z") },
+	"perms":          wire.PermString,
+	"treeURL":        treeURL,
+	"sessionURL":     sessionURL,
+	"watchURL":       func(path string) string { return "/ui/watches?" + url.Values{"prefix": {path}}.Encode() },
+	"add":            func(a, b int) int { return a + b },
+	"bytes":          humanBytes,
+	"ms2dur":         func(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond },
+	"clock":          func(t time.Time) string { return t.Format("15:04:05") },
+	"clip":           clip,
+	"maxReplayNodes": func() int { return maxReplayNodes },
 }
 
 // show makes s readable as one line: valid UTF-8 printable text as it
@@ -194,4 +198,15 @@ func pageLink(q *uiRequest) func(int) string {
 		v.Set("page", strconv.Itoa(n))
 		return q.r.URL.Path + "?" + v.Encode()
 	}
+}
+
+// humanBytes rounds a size for a person: 812 B, 3.4 KiB, 8.0 MiB.
+func humanBytes(n int64) string {
+	switch {
+	case n < 1<<10:
+		return strconv.FormatInt(n, 10) + " B"
+	case n < 1<<20:
+		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KiB"
+	}
+	return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
 }

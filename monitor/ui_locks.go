@@ -106,7 +106,7 @@ type entryView struct {
 func locksData(q *uiRequest) (any, error) {
 	lv := &locksView{Prefix: q.param("prefix"), Parent: q.param("parent"), Silent: q.v.ens.Silent()}
 	var keep []lockQueue
-	queues := derive(q.memo, "lock queues", func() []lockQueue { return lockQueues(q.v.Sessions, q.v.Watches) })
+	queues := derive(q.memo, q.memoKey("lock queues"), func() []lockQueue { return lockQueues(q.sessions(), q.watches()) })
 	for _, lq := range queues {
 		if strings.HasPrefix(lq.Parent, lv.Prefix) && (lv.Parent == "" || lq.Parent == lv.Parent) {
 			keep = append(keep, lq)

@@ -4,14 +4,21 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/hutchzk/hutch/trace"
 )
 
 // The sessions panel: every session, a page at a time, with the member
 // it is connected through, its timeout, when it was last heard from and
 // the time left before it expires (counted down live), its ephemerals,
-// watches and identities; and one session in detail.
+// watches and identities; one session in detail; and the sessions that
+// ended lately (when, why, the ephemerals they deleted, the watches their
+// connection dropped), kept for a while by the trace's history.
 
-const sessionsPerPage = 100
+const (
+	sessionsPerPage = 100
+	endedShown      = 50
+)
 
 var _ = addPanel(panel{
 	name: "sessions", title: "Sessions", order: 20, refresh: time.Second,
@@ -20,10 +27,12 @@ var _ = addPanel(panel{
 	tmpl: `{{define "sessions.controls"}}<form class="controls" method="get" action="/ui/sessions">
 <label>Session <input name="session" value="{{if .Detail}}{{sid .Detail.ID}}{{end}}" size="20" placeholder="0x…"></label>
 <button>Show</button>{{if .Detail}} <a href="/ui/sessions">all sessions</a>{{end}}</form>{{end}}
-{{define "sessions"}}{{if .Timers}}<p class="note">This node runs the session timers: expiry counts down here.</p>
+{{define "sessions"}}{{template "silent" .Silent}}{{if .Replayed}}<p class="note">Replayed: the sessions open at that point, with their ephemerals and watches. When each was last heard from and its time left are not kept.</p>
+{{else if .Timers}}<p class="note">This node runs the session timers: expiry counts down here.</p>
+{{else if .Merged}}<p class="note">The leader (node {{.Leader}}) runs the session timers: time left is its, and each session's client, watches and identities come from the member it is connected through.</p>
 {{else}}<p class="note">This node is a follower: the leader{{if .Leader}} (node {{.Leader}}){{end}} runs the session timers, so time left is known there; last heard is this node's own last answer to a session connected here.</p>{{end}}
 {{with .Detail}}<section class="detail">
-<h2>Session {{sid .ID}}</h2>{{if .Gone}}<p class="warn">No open session {{sid .ID}}: it expired or was closed.</p>{{else}}
+<h2>Session {{sid .ID}}</h2>{{if .Gone}}{{with .Ended}}{{template "session.ended" .}}{{else}}<p class="warn">No open session {{sid .ID}}: it expired or was closed, longer ago than the view remembers.</p>{{end}}{{else}}
 <table class="kv">
 <tr><th>client</th><td>{{if .Remote}}{{.Remote}}{{else}}—{{end}}</td></tr>
 <tr><th>connected via</th><td>{{template "session.node" .}}</td></tr>
@@ -34,45 +43,91 @@ var _ = addPanel(panel{
 </table>
 <h3>Ephemerals ({{len .Ephemerals}})</h3>
 <ul>{{range .Ephemerals}}<li><a href="{{treeURL .}}">{{show .}}</a></li>{{end}}</ul>
-<h3>Watches{{if .Remote}} ({{len .WatchList}}){{end}}</h3>
-{{if .Remote}}<table class="list"><tr><th>path</th><th>kind</th></tr>
+<h3>Watches{{if .WatchesKnown}} ({{len .WatchList}}){{end}}</h3>
+{{if .WatchesKnown}}<table class="list"><tr><th>path</th><th>kind</th></tr>
 {{range .WatchList}}<tr><td><a href="{{treeURL .Path}}">{{show .Path}}</a></td><td>{{.Kind}}</td></tr>{{end}}</table>
-{{else}}<p class="note">Its watches live on the member it is connected through.</p>{{end}}{{end}}
+{{else}}<p class="note">Its watches live on the member it is connected through, which did not answer.</p>{{end}}{{end}}
 </section>{{else}}{{with .Rows}}
 <p class="pager">Sessions {{template "pager" .}}</p>
 <table class="list sessions"><tr><th>session</th><th>client</th><th>via</th><th>timeout</th><th>last heard</th><th>expires in</th><th>ephemerals</th><th>watches</th><th>auth</th></tr>
 {{range .Items}}<tr data-session="{{sid .ID}}"><td><a href="{{sessionURL .ID}}">{{sid .ID}}</a></td>
 <td>{{if .Remote}}{{.Remote}}{{else}}—{{end}}</td><td>{{template "session.node" .}}</td><td>{{dur .Timeout}}</td>
 <td>{{template "session.heard" .}}</td><td>{{template "session.left" .}}</td>
-<td>{{len .Ephemerals}}</td><td>{{if .Remote}}{{.WatchCount}}{{else}}—{{end}}</td><td>{{range .Auth}}{{show .}} {{end}}</td></tr>
+<td>{{len .Ephemerals}}</td><td>{{if .Attached}}{{.WatchCount}}{{else}}—{{end}}</td><td>{{range .Auth}}{{show .}} {{end}}</td></tr>
+{{end}}</table>{{end}}
+{{if .Ended}}<h2>Ended lately</h2>
+<table class="list ended"><tr><th>session</th><th>ended</th><th>why</th><th>via</th><th>timeout</th><th>ephemerals it deleted</th><th>watches dropped</th></tr>
+{{range .Ended}}<tr data-session="{{sid .Closed.Session}}"><td><a href="{{sessionURL .Closed.Session}}">{{sid .Closed.Session}}</a></td>
+<td>{{clock .Closed.Time}} <span class="note">(<span data-since="{{ms .Closed.Time}}">{{dur ($.Since .Closed.Time)}}</span> ago)</span></td>
+<td class="why-{{.Closed.Reason}}">{{.Why}}</td><td>{{if .Closed.Member}}node {{.Closed.Member}}{{else}}—{{end}}</td><td>{{if .Closed.Timeout}}{{dur (ms2dur .Closed.Timeout)}}{{else}}—{{end}}</td>
+<td>{{range .Deleted}}<a href="{{treeURL .}}">{{show .}}</a> {{else}}none{{end}}</td>
+<td>{{range .Dropped}}{{.Op}} <a href="{{treeURL .Path}}">{{show .Path}}</a> {{else}}none{{end}}</td></tr>
 {{end}}</table>{{end}}{{end}}{{end}}
+{{define "session.ended"}}<p class="warn">Ended {{clock .Closed.Time}}: {{.Why}}.</p>
+<table class="kv"><tr><th>zxid</th><td>{{zxid .Closed.Zxid}}</td></tr>
+<tr><th>connected via</th><td>{{if .Closed.Member}}node {{.Closed.Member}}{{else}}—{{end}}</td></tr>
+<tr><th>timeout</th><td>{{if .Closed.Timeout}}{{dur (ms2dur .Closed.Timeout)}}{{else}}—{{end}}</td></tr>
+<tr><th>ephemerals it deleted</th><td>{{range .Deleted}}{{show .}}<br>{{else}}none{{end}}</td></tr>
+<tr><th>watches dropped</th><td>{{range .Dropped}}{{.Op}} {{show .Path}}<br>{{else}}none{{end}}</td></tr></table>{{end}}
 {{define "session.node"}}{{if .Node}}node {{.Node}}{{if eq .Node .Self}} (this node){{end}}{{else if .Remote}}this node{{else}}—{{end}}{{end}}
 {{define "session.heard"}}{{if .LastHeard.IsZero}}—{{else}}<span data-since="{{ms .LastHeard}}">{{dur .Since}}</span> ago{{end}}{{end}}
-{{define "session.left"}}{{if .Expires.IsZero}}{{if .Self}}on the leader{{else}}—{{end}}{{else}}<span class="countdown" data-deadline="{{ms .Expires}}">{{dur .Left}}</span>{{end}}{{end}}`,
+{{define "session.left"}}{{if .Expires.IsZero}}{{if .Replayed}}—{{else if .Self}}on the leader{{else}}—{{end}}{{else}}<span class="countdown" data-deadline="{{ms .Expires}}">{{dur .Left}}</span>{{end}}{{end}}`,
 })
 
 // sessionRow is a session as the panel shows it.
 type sessionRow struct {
 	Session
-	Self      uint64        // this node, to mark the sessions connected here
-	Since     time.Duration // since last heard, at the snapshot
-	Left      time.Duration // before expiry, at the snapshot
-	WatchList []watchRow    // its watches here (detail only)
-	Gone      bool          // no such session is open (detail only)
+	Self         uint64        // this node, to mark the sessions connected here
+	Since        time.Duration // since last heard, at the snapshot
+	Left         time.Duration // before expiry, at the snapshot
+	WatchList    []watchRow    // its watches (detail only)
+	WatchesKnown bool
+	Gone         bool         // no such session is open (detail only)
+	Ended        *endedRow    // what the history says of its end (detail only)
+	Replayed     bool
+}
+
+// endedRow is a session that ended, as the panel shows it.
+type endedRow struct {
+	trace.EndedSession
+	Deleted []string
+}
+
+// Why says why it ended.
+func (e endedRow) Why() string {
+	switch e.Closed.Reason {
+	case trace.ReasonExpired:
+		return "expired: its timeout passed without a word from its client (or its expiry was asked for)"
+	case trace.ReasonClosed:
+		return "closed by its client"
+	}
+	return "ended"
 }
 
 type sessionsView struct {
-	Timers bool   // this node runs the session timers
-	Leader uint64 // the leader's id, for a follower
-	Rows   listPage[sessionRow]
-	Detail *sessionRow
+	Timers   bool   // this node runs the session timers
+	Merged   bool   // a view of the whole ensemble
+	Leader   uint64 // the leader's id, for a follower
+	Replayed bool
+	Silent   []memberAnswer
+	Rows     listPage[sessionRow]
+	Detail   *sessionRow
+	Ended    []endedRow
+	taken    time.Time
 }
+
+// Since is how long ago t was, at the snapshot.
+func (sv *sessionsView) Since(t time.Time) time.Duration { return sv.taken.Sub(t) }
 
 func sessionsData(q *uiRequest) (any, error) {
 	v := q.v
-	sv := &sessionsView{Timers: v.Mode.RunsSessionTimers(), Leader: v.Replication.LeaderID}
+	sv := &sessionsView{Timers: v.Mode.RunsSessionTimers(), Merged: v.ens != nil, Leader: v.Replication.LeaderID,
+		Replayed: q.replay != nil, Silent: v.ens.Silent(), taken: v.Taken}
+	if sv.Replayed {
+		sv.Timers = false
+	}
 	row := func(s Session) sessionRow {
-		r := sessionRow{Session: s, Self: q.self}
+		r := sessionRow{Session: s, Self: q.self, WatchesKnown: !s.Unknown, Replayed: sv.Replayed}
 		if !s.LastHeard.IsZero() {
 			r.Since = v.Taken.Sub(s.LastHeard)
 		}
@@ -81,24 +136,64 @@ func sessionsData(q *uiRequest) (any, error) {
 		}
 		return r
 	}
+	sessions := q.sessions()
+	if !sv.Replayed {
+		sv.Ended = q.endedRows()
+	}
 	if id := parseSession(q.param("session")); id != 0 {
-		for _, s := range v.Sessions {
+		for _, s := range sessions {
 			if s.ID == id {
 				d := row(s)
-				d.WatchList = watchRows(q.src, slices.DeleteFunc(slices.Clone(v.Watches), func(w Watch) bool { return w.Session != id }))
+				d.WatchList = watchRows(q.src, slices.DeleteFunc(slices.Clone(q.watches()), func(w Watch) bool { return w.Session != id }))
 				sv.Detail = &d
 			}
 		}
 		if sv.Detail == nil {
 			sv.Detail = &sessionRow{Session: Session{ID: id}, Self: q.self, Gone: true}
+			for i := range sv.Ended {
+				if sv.Ended[i].Closed.Session == id {
+					sv.Detail.Ended = &sv.Ended[i]
+				}
+			}
 		}
+		sv.Ended = nil
 		return sv, nil
 	}
-	sorted := derive(q.memo, "sessions by id", func() []Session {
-		out := slices.Clone(v.Sessions)
+	sorted := derive(q.memo, q.memoKey("sessions by id"), func() []Session {
+		out := slices.Clone(sessions)
 		slices.SortFunc(out, func(a, b Session) int { return cmp.Compare(a.ID, b.ID) })
 		return out
 	})
 	sv.Rows = mapPage(pageOf(sorted, pageNumber(q), sessionsPerPage, pageLink(q)), row)
+	if len(sv.Ended) > endedShown {
+		sv.Ended = sv.Ended[:endedShown]
+	}
 	return sv, nil
+}
+
+// endedRows are the sessions that ended lately, newest first: this
+// member's and, in a view of the whole ensemble, the others' (each knows
+// the watches its own connections dropped).
+func (q *uiRequest) endedRows() []endedRow {
+	return derive(q.memo, "ended sessions", func() []endedRow {
+		var local []trace.EndedSession
+		if h := q.m.history(); h != nil {
+			local = h.Ended()
+		}
+		var reports []*memberReport
+		if q.v.ens != nil {
+			reports = q.v.ens.Reports()[1:]
+		}
+		var out []endedRow
+		for _, e := range endedSessions(reports, local) {
+			r := endedRow{EndedSession: e}
+			for _, c := range e.Closed.Changes {
+				if c.Type == "NodeDeleted" {
+					r.Deleted = append(r.Deleted, c.Path)
+				}
+			}
+			out = append(out, r)
+		}
+		return out
+	})
 }

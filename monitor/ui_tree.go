@@ -25,17 +25,19 @@ var _ = addPanel(panel{
 <label>Children starting with <input name="find" value="{{show .Find}}" size="16"></label>
 <button>Go</button></form>{{end}}
 {{define "tree"}}<p class="crumbs">{{range $i, $c := .Crumbs}}{{if $i}} / {{end}}<a href="{{treeURL $c.Path}}">{{show $c.Name}}</a>{{end}}</p>
-{{if .Missing}}<p class="warn">No node at {{show .Path}}.</p>{{else}}
+{{if .Replayed}}<p class="note">Replayed: the node, its data and owner and its children as they were; the Stat is not kept.{{if .Partial}} The replay tracked the first {{maxReplayNodes}} nodes under this path only.{{end}}</p>{{end}}
+{{if .Missing}}<p class="warn">No node at {{show .Path}}{{if .Replayed}} at that point{{end}}.</p>{{else}}
 <section class="node">
 <h2>{{show .Path}} <span class="kind">{{.Kind}}</span></h2>
-{{with .Node.Stat}}<table class="stat">
+{{if .Replayed}}{{with .Node.Stat}}{{if .EphemeralOwner}}<p>ephemeralOwner <a href="{{sessionURL .EphemeralOwner}}">{{sid .EphemeralOwner}}</a></p>{{end}}{{end}}
+{{else}}{{with .Node.Stat}}<table class="stat">
 <tr><th>czxid</th><td>{{zxid .Czxid}}</td><th>ctime</th><td>{{epoch .Ctime}}</td></tr>
 <tr><th>mzxid</th><td>{{zxid .Mzxid}}</td><th>mtime</th><td>{{epoch .Mtime}}</td></tr>
 <tr><th>pzxid</th><td>{{zxid .Pzxid}}</td><th>version</th><td>{{.Version}}</td></tr>
 <tr><th>cversion</th><td>{{.Cversion}}</td><th>aversion</th><td>{{.Aversion}}</td></tr>
 <tr><th>dataLength</th><td>{{.DataLength}}</td><th>numChildren</th><td>{{.NumChildren}}</td></tr>
 <tr><th>ephemeralOwner</th><td colspan="3">{{if .EphemeralOwner}}<a href="{{sessionURL .EphemeralOwner}}">{{sid .EphemeralOwner}}</a>{{else}}0x0{{end}}</td></tr>
-</table>{{end}}
+</table>{{end}}{{end}}
 {{if .Node.TTL}}<p>TTL {{dur .Node.TTL}}: deleted, once childless, <span data-deadline="{{ms .TTLDue}}">in {{dur .TTLLeft}}</span> unless it changes.</p>{{end}}
 {{if .Node.Container}}<p>Container: deleted once its last child goes.</p>{{end}}
 <p><a href="{{watchURL .Path}}">Watches on and below this node</a></p>
@@ -49,13 +51,17 @@ var _ = addPanel(panel{
 <section class="children">
 <h3>Children ({{.Node.Stat.NumChildren}}){{if .Find}} starting with “{{show .Find}}”{{end}}</h3>
 {{if .ChildErr}}<p class="note">{{.ChildErr}}</p>{{end}}
-<ul class="children">{{range .Children}}<li><a href="{{treeURL .Path}}">{{show .Name}}</a></li>{{end}}</ul>
+<ul class="children">{{range .Children}}<li><a href="{{treeURL .Path}}" title="{{show .Name}}">{{show .Name}}</a></li>{{end}}</ul>
 <p class="pager">{{if .First}}<a href="{{.First}}">first page</a> {{end}}{{if .Next}}<a href="{{.Next}}" rel="next">next page</a>{{end}}</p>
 </section>{{end}}{{end}}`,
 })
 
 // treeView is what the tree panel shows.
 type treeView struct {
+	// Replayed is set for the tree as a replay shows it: names, data and
+	// owners, no Stat.
+	Replayed   bool
+	Partial    bool // the replay tracked only part of the subtree
 	Path, Find string
 	Crumbs     []pathLink
 	Missing    bool
@@ -86,6 +92,9 @@ func treeData(q *uiRequest) (any, error) {
 		path = "/"
 	}
 	tv := &treeView{Path: path, Find: q.param("find"), Crumbs: crumbs(path)}
+	if q.replay != nil {
+		return replayedTree(q, tv), nil
+	}
 	n, err := q.src.Node(path)
 	if err != nil {
 		tv.Missing = true
@@ -129,6 +138,30 @@ func treeData(q *uiRequest) (any, error) {
 		tv.First = "/ui/tree?" + v.Encode()
 	}
 	return tv, nil
+}
+
+// replayedTree is the tree panel at a replay point: the node's data and
+// owner and its children, as they were.
+func replayedTree(q *uiRequest, tv *treeView) *treeView {
+	tv.Replayed = true
+	st := q.state(tv.Path)
+	tv.Partial = st.truncated
+	n := st.nodes[tv.Path]
+	if n == nil {
+		tv.Missing = true
+		return tv
+	}
+	tv.Node = Node{Path: tv.Path, Readable: true, Data: n.data}
+	tv.Node.Stat.EphemeralOwner = n.owner
+	tv.Kind = nodeKind(tv.Node)
+	tv.Data = renderData(dataFormat(q.param("format"), n.data), n.data)
+	for _, name := range st.children(tv.Path) {
+		if strings.HasPrefix(name, tv.Find) {
+			tv.Children = append(tv.Children, pathLink{Name: name, Path: joinPath(tv.Path, name)})
+		}
+	}
+	tv.Node.Stat.NumChildren = int32(len(tv.Children))
+	return tv
 }
 
 // childPage reads a page of path's children after after, only those

@@ -24,7 +24,7 @@ var _ = addPanel(panel{
 <label>Session <input name="session" value="{{if .Session}}{{sid .Session}}{{end}}" size="20" placeholder="0x…"></label>
 <label>By <select name="by"><option value="path"{{if not .BySession}} selected{{end}}>path</option><option value="session"{{if .BySession}} selected{{end}}>session</option></select></label>
 <button>Filter</button></form>{{end}}
-{{define "watches"}}{{with .Rows}}<p class="pager">Watches {{template "pager" .}}</p>{{end}}
+{{define "watches"}}{{template "silent" .Silent}}{{with .Rows}}<p class="pager">Watches {{template "pager" .}}</p>{{end}}
 <table class="list watches">{{if .BySession}}<tr><th>session</th><th>path</th><th>kind</th></tr>
 {{range .Rows.Items}}<tr><td>{{if .Session}}<a href="{{sessionURL .Session}}">{{sid .Session}}</a>{{else}}(closed){{end}}</td><td><a href="{{treeURL .Path}}">{{show .Path}}</a></td><td class="wk-{{.Kind}}">{{.Kind}}</td></tr>
 {{end}}{{else}}<tr><th>path</th><th>session</th><th>kind</th></tr>
@@ -42,6 +42,7 @@ type watchRow struct {
 }
 
 type watchesView struct {
+	Silent    []memberAnswer
 	Prefix    string
 	Session   int64
 	BySession bool
@@ -50,7 +51,7 @@ type watchesView struct {
 
 func watchesData(q *uiRequest) (any, error) {
 	wv := &watchesView{Prefix: q.param("prefix"), Session: parseSession(q.param("session")), BySession: q.param("by") == "session"}
-	all := derive(q.memo, "watch rows", func() []watchRow { return mergeWatches(q.v.Watches) })
+	all := derive(q.memo, q.memoKey("watch rows"), func() []watchRow { return mergeWatches(q.watches()) })
 	var rows []watchRow
 	for _, w := range all {
 		if strings.HasPrefix(w.Path, wv.Prefix) && (wv.Session == 0 || w.Session == wv.Session) {
@@ -63,7 +64,17 @@ func watchesData(q *uiRequest) (any, error) {
 		})
 	}
 	wv.Rows = pageOf(rows, pageNumber(q), watchesPerPage, pageLink(q))
-	nameExists(q.src, wv.Rows.Items) // rows is this request's own copy
+	if q.replay != nil {
+		st := q.state(replayRoot(wv.Prefix))
+		for i := range wv.Rows.Items {
+			if r := &wv.Rows.Items[i]; r.Kind == "data" && st.tracked(r.Path) && st.nodes[r.Path] == nil {
+				r.Kind = "exist"
+			}
+		}
+	} else {
+		nameExists(q.src, wv.Rows.Items) // rows is this request's own copy
+	}
+	wv.Silent = q.v.ens.Silent()
 	return wv, nil
 }
 

@@ -65,6 +65,31 @@
     }
   }
 
+  // A replay (?at=, ?rpath=) follows the reader from panel to panel:
+  // links and forms within the view carry it, but the way back to live.
+  const here = new URL(location.href);
+  const replay = ['at', 'rpath'].filter(function (k) { return here.searchParams.has(k); });
+  if (replay.length) {
+    document.addEventListener('click', function (ev) {
+      const a = ev.target.closest && ev.target.closest('a[href]');
+      if (!a || a.id === 'replay-live') return;
+      const u = new URL(a.getAttribute('href'), location.href);
+      if (u.origin !== location.origin || !u.pathname.startsWith('/ui/') || u.searchParams.has('at')) return;
+      for (const k of replay) u.searchParams.set(k, here.searchParams.get(k));
+      a.setAttribute('href', u.pathname + u.search);
+    }, true);
+    document.addEventListener('submit', function (ev) {
+      for (const k of replay) {
+        if (ev.target.querySelector('input[name="' + k + '"]')) continue;
+        const input = document.createElement('input');
+        input.type = 'hidden';
+        input.name = k;
+        input.value = here.searchParams.get(k);
+        ev.target.appendChild(input);
+      }
+    }, true);
+  }
+
   if (live) {
     readNow(live);
     const every = Number(live.dataset.refresh);
@@ -76,14 +101,15 @@
   const table = document.getElementById('trace');
   if (table) streamTrace(table);
 
-  // streamTrace reads the JSON-lines trace and adds a row per event,
-  // newest first, keeping the last maxRows.
+  // streamTrace reads the JSON-lines trace, opening on the server's
+  // history, and adds a row per event, newest first, keeping the last
+  // maxRows.
   function streamTrace(table) {
-    const maxRows = 500;
+    const maxRows = Number(table.dataset.rows) || 500;
     const rows = document.getElementById('trace-rows');
     const status = document.getElementById('trace-status');
     const pause = document.getElementById('trace-pause');
-    let paused = false, seen = 0, dropped = 0, held = 0, state = 'connecting';
+    let paused = false, seen = 0, dropped = 0, held = 0, history = -1, state = 'connecting';
     if (pause) {
       pause.addEventListener('click', function () {
         paused = !paused;
@@ -93,6 +119,7 @@
     }
     function show() {
       let s = state + ' · ' + seen + ' events';
+      if (history >= 0) s += ' (' + history + ' from the history the server keeps, then live)';
       if (dropped) s += ' · ' + dropped + ' dropped (over the rate limit, or behind)';
       if (paused) s += ' · paused, ' + held + ' not shown';
       status.textContent = s;
@@ -101,6 +128,7 @@
       const td = document.createElement('td');
       td.textContent = text;
       tr.appendChild(td);
+      return td;
     }
     // Session ids pass 2^53: read them from the line, not the number
     // JSON.parse makes of them.
@@ -109,10 +137,24 @@
       if (!m) return '';
       return '0x' + BigInt.asUintN(64, BigInt(m[1])).toString(16);
     }
+    function describe(ev) {
+      const parts = [];
+      if (ev.path) parts.push(ev.path);
+      for (const o of ev.ops || []) parts.push(o.op + ' ' + o.path);
+      if (ev.kind === 'txn' && ev.op === 'closeSession' || ev.kind === 'close') {
+        const gone = (ev.changes || []).filter(function (c) { return c.type === 'NodeDeleted'; }).map(function (c) { return c.path; });
+        parts.push(gone.length ? 'deleted ' + gone.join(', ') : 'deleted no ephemeral');
+      }
+      return parts.join(', ');
+    }
     function add(line) {
       const ev = JSON.parse(line);
       if (ev.kind === 'dropped') {
         dropped += ev.dropped;
+        return;
+      }
+      if (ev.kind === 'history') {
+        history = ev.events;
         return;
       }
       seen++;
@@ -123,16 +165,23 @@
       const tr = document.createElement('tr');
       tr.className = 'ev-' + ev.kind;
       const session = hexField(line, 'session');
-      const path = ev.path || (ev.ops || []).map(function (o) { return o.op + ' ' + o.path; }).join(', ');
       tr.dataset.session = session;
+      tr.dataset.seq = String(ev.seq);
       cell(tr, String(ev.seq));
       cell(tr, new Date(ev.time).toLocaleTimeString(undefined, { hour12: false }) + '.' + String(new Date(ev.time).getMilliseconds()).padStart(3, '0'));
-      cell(tr, ev.kind + (ev.expired ? ' (expired)' : ''));
-      cell(tr, ev.op || ev.type || '');
-      cell(tr, path);
+      cell(tr, ev.kind + (ev.reason ? ' (' + ev.reason + ')' : ev.expired ? ' (expired)' : ''));
+      cell(tr, ev.op || ev.type || ev.watch || '');
+      cell(tr, describe(ev));
       cell(tr, session);
       cell(tr, ev.zxid ? '0x' + ev.zxid.toString(16) : '');
       cell(tr, ev.err || '');
+      const replay = cell(tr, '');
+      if (ev.kind === 'txn' && !ev.err) {
+        const a = document.createElement('a');
+        a.href = '/ui/locks?at=' + ev.seq;
+        a.textContent = 'replay';
+        replay.appendChild(a);
+      }
       rows.prepend(tr);
       while (rows.children.length > maxRows) rows.lastElementChild.remove();
     }
