@@ -155,10 +155,10 @@ func lockQueues(sessions []Session, watches []Watch) []lockQueue {
 				e.Wait = waitDisconnected
 				continue
 			}
-			predecessor := ""
-			if i > 0 {
-				predecessor = joinPath(parent, entries[i-1].Name)
+			if i == 0 {
+				continue // the holder waits for nothing
 			}
+			predecessor := joinPath(parent, entries[i-1].Name)
 			e.Wait, e.Watched = waitOn(parent, joinPath(parent, e.Name), predecessor, contenders, held[e.Session])
 			if i > 0 && (e.Wait == waitParent || e.Wait == waitOther) {
 				q.Herd++

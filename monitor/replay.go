@@ -21,9 +21,11 @@ import (
 // its data and owner, a closed session reopens with its ephemerals, a
 // watch that fired is set again, one that was set goes). Every undo is
 // idempotent, so events the snapshot had not yet seen when it was taken
-// undo to the right state as well. The points are the transactions: a
-// step forward applies one transaction and what it caused (the watches
-// it fired, the watches the woken clients set again) up to the next one.
+// undo to the right state as well. The points are the transactions (of
+// those touching a path, with ?rpath=): a step forward applies one
+// transaction and everything after it up to the next step, so the
+// watches it fired and those the woken clients set again are in it, and
+// a step back from a transaction is the moment just before it.
 //
 // Watches are each member's own, and so are the events that set, fire
 // and drop them: in a view of the whole ensemble, the other members'
@@ -64,13 +66,31 @@ func (p *replayPoint) Describe() string {
 	}
 	e := p.Txn
 	what := e.Op
-	if paths := e.Paths(); len(paths) > 0 {
+	if paths := txnTouched(&e); len(paths) > 0 {
 		what += " " + show(paths[0])
 		if len(paths) > 1 {
 			what += fmt.Sprintf(" and %d more", len(paths)-1)
 		}
 	}
 	return fmt.Sprintf("just after zxid %#x at %s, %s (step %d of %d)", e.Zxid, e.Time.Format("15:04:05.000"), what, p.Index, p.Steps)
+}
+
+// txnTouched lists the paths a transaction names: its path, or its ops'
+// or, for a session's close, the ephemerals it deleted.
+func txnTouched(e *trace.Event) []string {
+	var out []string
+	if e.Path != "" {
+		out = append(out, e.Path)
+	}
+	for _, op := range e.Ops {
+		out = append(out, op.Path)
+	}
+	if len(out) == 0 {
+		for _, c := range e.Changes {
+			out = append(out, c.Path)
+		}
+	}
+	return out
 }
 
 // Link is the URL of the same panel at another step.
@@ -119,26 +139,24 @@ func (q *uiRequest) startReplay() error {
 			k = j
 		}
 	}
+	// A step holds everything up to the next step: the watches its
+	// transaction fired, those the woken clients set again, and what
+	// happened outside the steps' scope; a step back from a
+	// transaction is the moment just before it.
+	p.boundary = last
+	if k+1 < len(steps) {
+		p.Next = events[steps[k+1]].Seq
+		p.boundary = p.Next - 1
+	}
 	if k >= 0 {
-		i := steps[k]
-		p.Txn, p.Index = events[i], k+1
-		p.boundary = last
-		for n := i + 1; n < len(events); n++ {
-			if events[n].Kind == trace.TxnApplied {
-				p.boundary = events[n].Seq - 1
-				break
-			}
-		}
+		p.Txn, p.Index = events[steps[k]], k+1
 		if k > 0 {
 			p.Prev = events[steps[k-1]].Seq
 		} else {
 			p.PrevStart = true
 		}
-	} else if len(events) > 0 {
-		p.boundary = events[0].Seq - 1
-	}
-	if k+1 < len(steps) {
-		p.Next = events[steps[k+1]].Seq
+	} else if len(steps) > 0 {
+		p.boundary = events[steps[0]].Seq - 1
 	}
 	q.replay = p
 	return nil

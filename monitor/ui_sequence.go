@@ -43,12 +43,12 @@ var _ = addPanel(panel{
 <li><svg width="44" height="14" role="img" aria-label="an expiry"><path class="seq-expire" d="M 2 7 H 40"></path></svg> a session the server expired</li>
 <li><svg width="44" height="14" role="img" aria-label="a watch set"><path class="seq-setwatch" d="M 2 7 H 40"></path></svg> a watch set, or dropped unfired</li></ul>{{end}}
 {{define "sequence"}}{{if not .Rows}}<p class="note">Nothing in the trace's history{{if .Path}} under {{show .Path}}{{end}} yet.</p>{{else}}
-<p class="note">The newest {{len .Rows}} events of the trace's history{{if .Path}} under {{show .Path}}{{end}}, oldest at the top; each band is one transaction and what it caused.</p>
+<p class="note">The newest {{len .Rows}} events of this member's trace history{{if .Path}} under {{show .Path}}{{end}}, oldest at the top; each band is one transaction and what it caused. Transactions are every member's; watches set, fired and dropped are those of the clients connected here (each member's own view draws its own).</p>
 <svg class="sequence" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}" role="img" aria-label="the trace as a sequence diagram">
 <defs><marker id="seq-head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path class="seq-head" d="M 0 0 L 10 5 L 0 10 z"></path></marker></defs>
 {{range .Bands}}<rect class="seq-band" x="0" y="{{.Y}}" width="{{$.Width}}" height="{{.H}}"></rect>{{end}}
 {{range .Lanes}}<line class="seq-lane" x1="{{.X}}" y1="{{$.LaneTop}}" x2="{{.X}}" y2="{{$.Height}}"></line>
-<text class="seq-lane-name" x="{{.X}}" y="22" text-anchor="middle">{{.Name}}</text><text class="seq-lane-label" x="{{.X}}" y="40" text-anchor="middle">{{clip .Label 22}}<title>{{.Label}}</title></text>{{end}}
+<text class="seq-lane-name" x="{{.X}}" y="22" text-anchor="middle">{{if .Label}}{{clip .Label 20}}{{else}}{{.Name}}{{end}}<title>{{.Label}} {{.Name}}</title></text><text class="seq-lane-label" x="{{.X}}" y="40" text-anchor="middle">{{if .Label}}{{.Name}}{{else}}{{.Note}}{{end}}</text>{{end}}
 {{range .Rows}}<text class="seq-zxid" x="6" y="{{add .Y 4}}">{{.Zxid}}</text>
 <path class="{{.Class}}" d="M {{.X1}} {{.Y}} H {{.X2}}" marker-end="url(#seq-head)"><title>{{.Title}}</title></path>
 <text class="seq-msg" x="{{.TextX}}" y="{{add .Y -5}}">{{clip .Label 64}}<title>{{.Title}}</title></text>{{if .End}}<text class="seq-end" x="{{.EndX}}" y="{{add .Y 5}}" text-anchor="middle">✕</text>{{end}}
@@ -77,6 +77,7 @@ type seqLane struct {
 	X     int
 	Name  string // "ensemble state", a session id
 	Label string // the session's name from its first node's data
+	Note  string // said under a lane without a label
 }
 
 // seqRow is one event's arrow.
@@ -105,7 +106,7 @@ func sequenceData(q *uiRequest) (any, error) {
 		Kinds: []trace.Kind{trace.TxnApplied, trace.WatchDelivered, trace.WatchSet, trace.WatchRemoved, trace.SessionClosed}}
 	events, _ := h.Since(0, f, sv.Last)
 	lanes := map[int64]int{} // session → lane index (1-based; 0 is the state)
-	sv.Lanes = []seqLane{{X: seqStateX, Name: "ensemble state", Label: "applies each write"}}
+	sv.Lanes = []seqLane{{X: seqStateX, Name: "ensemble state", Note: "applies each write"}}
 	labels := map[int64]string{}
 	for _, e := range events {
 		for _, c := range e.Changes {
@@ -126,7 +127,7 @@ func sequenceData(q *uiRequest) (any, error) {
 		}
 		i := len(sv.Lanes)
 		lanes[id] = i
-		name, label := "session "+"0x"+strconv.FormatInt(id, 16), labels[id]
+		name, label := "0x"+strconv.FormatInt(id, 16), labels[id]
 		if i == seqLanes {
 			name, label = "other sessions", ""
 		}
@@ -194,7 +195,7 @@ func sequenceLabel(e *trace.Event) (label, title string) {
 		if e.Reason != "" {
 			b.WriteString(" (" + e.Reason + ")")
 		}
-		for _, p := range e.Paths() {
+		for _, p := range txnTouched(e) {
 			b.WriteString(" " + show(p))
 		}
 		if e.Err != "" {

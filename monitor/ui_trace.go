@@ -28,7 +28,7 @@ var _ = addPanel(panel{
 <a href="{{.SequenceURL}}">as a sequence diagram</a></form>
 <p class="note">The same stream as JSON lines: <a href="{{.StreamURL}}">{{.StreamURL}}</a>. A transaction's <b>replay</b> link shows the tree, sessions, watches and queues as they were just after it. A session's close lists the ephemerals it deleted, and shows under any path filter that matches one of them.</p>{{end}}
 {{define "trace"}}<p id="trace-status" class="status">connecting…</p>
-<table class="list trace" id="trace" data-src="{{.StreamURL}}" data-rows="{{.Rows}}"><thead><tr><th>#</th><th>time</th><th>event</th><th>op / type</th><th>path</th><th>session</th><th>zxid</th><th>error</th><th></th></tr></thead>
+<table class="list trace" id="trace" data-src="{{.StreamURL}}" data-rows="{{.Rows}}" data-path="{{show .Path}}"><thead><tr><th>#</th><th>time</th><th>event</th><th>op / type</th><th>path</th><th>session</th><th>zxid</th><th>error</th><th></th></tr></thead>
 <tbody id="trace-rows"></tbody></table>{{end}}`,
 })
 

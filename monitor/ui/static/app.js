@@ -178,7 +178,9 @@
       const replay = cell(tr, '');
       if (ev.kind === 'txn' && !ev.err) {
         const a = document.createElement('a');
-        a.href = '/ui/locks?at=' + ev.seq;
+        const u = new URLSearchParams({ at: String(ev.seq) });
+        if (table.dataset.path) u.set('rpath', table.dataset.path);
+        a.href = '/ui/locks?' + u.toString();
         a.textContent = 'replay';
         replay.appendChild(a);
       }
