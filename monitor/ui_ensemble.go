@@ -36,7 +36,6 @@ var _ = addPanel(panel{
 <p class="note">Lag is commit index minus applied index: both count every entry of the Raft log, Raft's own (an election's no-op, a configuration) included, so an idle member shows 0. The state is at the last entry that carries commands, which Raft's own entries leave behind.</p>{{end}}{{end}}`,
 })
 
-
 // ensemblePage is what the ensemble panel shows.
 type ensemblePage struct {
 	V       *view

@@ -82,8 +82,8 @@ type sessionRow struct {
 	Left         time.Duration // before expiry, at the snapshot
 	WatchList    []watchRow    // its watches (detail only)
 	WatchesKnown bool
-	Gone         bool         // no such session is open (detail only)
-	Ended        *endedRow    // what the history says of its end (detail only)
+	Gone         bool      // no such session is open (detail only)
+	Ended        *endedRow // what the history says of its end (detail only)
 	Replayed     bool
 }
 
