@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hutchzk/hutch/membership"
 	"github.com/hutchzk/hutch/trace"
 )
 
@@ -44,11 +45,11 @@ type memberQuestion struct {
 // memberReport is a member's answer: who it is, where its own view is,
 // its log's indexes, and what only it knows of the sessions and watches.
 type memberReport struct {
-	NodeID    uint64    `json:"node"`
-	Mode      string    `json:"mode"`
-	Taken     time.Time `json:"taken"`
-	UIAddr    string    `json:"ui,omitempty"`
-	AdminAddr string    `json:"admin,omitempty"`
+	NodeID    uint64           `json:"node"`
+	Mode      membership.State `json:"mode"`
+	Taken     time.Time        `json:"taken"`
+	UIAddr    string           `json:"ui,omitempty"`
+	AdminAddr string           `json:"admin,omitempty"`
 	// Raft's statistics this view compares: term, indexes, last contact.
 	Term        uint64    `json:"term"`
 	Commit      uint64    `json:"commit"`
@@ -181,7 +182,7 @@ type rawAnswer struct {
 // askTimeout, and returns the answers in member order.
 func (m *Monitor) askMembersQ(v *view, question []byte) []rawAnswer {
 	peers, ok := m.src.(Peers)
-	if !ok || v.Mode == Standalone {
+	if !ok || !v.Mode.Replicated() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
@@ -319,7 +320,7 @@ func markLocal(v *view) {
 		switch {
 		case s.Remote != "":
 			s.Attached = max(self, 1)
-		case v.Mode != Standalone && s.Node != 0 && s.Node != self:
+		case v.Mode.Replicated() && s.Node != 0 && s.Node != self:
 			s.Unknown = true
 		}
 	}

@@ -25,7 +25,7 @@ import (
 func TestEnsembleWideView(t *testing.T) {
 	e := hutchtest.StartEnsemble(t, 3)
 	li := e.Leader()
-	viewer, other := (li+1)%3, (li+2)%3
+	viewer, other := li%3+1, (li+1)%3+1 // members are numbered from 1
 	view := httptest.NewServer(monitor.New(e.Member(viewer).Server(), monitor.Config{}).UIHandler("127.0.0.1:0"))
 	t.Cleanup(view.Close)
 

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hutchzk/hutch/membership"
 	"github.com/hutchzk/hutch/trace"
 )
 
@@ -173,7 +174,7 @@ func (m *Monitor) shared(parts Parts) (*view, *memo) {
 func (m *Monitor) takeView(parts Parts) *view {
 	v := &view{Snapshot: m.src.Snapshot(parts &^ partEnsemble), words: m.enabled}
 	markLocal(v)
-	if _, ok := m.src.(Peers); ok && parts&partEnsemble != 0 && v.Mode != Standalone {
+	if _, ok := m.src.(Peers); ok && parts&partEnsemble != 0 && v.Mode.Replicated() {
 		self := m.report(v)
 		v.ens = merge(v, self, m.askMembers(v))
 	}
@@ -355,7 +356,7 @@ type pageData struct {
 // every redraw so that a change of role shows at once, and the counts of
 // the shared snapshot.
 type headData struct {
-	Mode    string
+	Mode    membership.State
 	Serving bool
 	Self    uint64
 	Leader  uint64

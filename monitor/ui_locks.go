@@ -176,7 +176,7 @@ func (q *uiRequest) describe(ev *entryView, lq lockQueue, election bool) {
 		ev.ConnText, ev.BoxConn, ev.BoxClass = "unknown: node "+node+" did not answer", "node "+node+" did not answer", "unknown"
 	case e.Attached == 0:
 		ev.ConnText, ev.BoxConn, ev.BoxClass = "no connection", "no connection", "gone"
-	case q.v.Mode == Standalone:
+	case !q.v.Mode.Replicated():
 		ev.ConnText, ev.BoxConn = "connected", "connected"
 	default:
 		ev.ConnText = "connected via node " + strconv.FormatUint(e.Attached, 10)
