@@ -158,6 +158,10 @@ func TestHelperContender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// On a loaded machine the first connection may take a few tries.
+	if err := retry(func() error { _, err := c.Sync(parts[1]); return err }); err != nil {
+		t.Fatal(err)
+	}
 	path, acquired, err := fairLock(c, parts[1], parts[2])
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +248,11 @@ func startContender(t *testing.T, addr, parent, name string) (*exec.Cmd, string,
 	case l := <-lines:
 		f := strings.Fields(l)
 		if len(f) != 3 || f[0] != "queued" {
-			t.Fatalf("contender %s said %q", name, l)
+			rest := []string{l}
+			for more := range lines {
+				rest = append(rest, more)
+			}
+			t.Fatalf("contender %s said:\n%s", name, strings.Join(rest, "\n"))
 		}
 		id, _ := strconv.ParseInt(f[2], 10, 64)
 		return cmd, f[1], id, lines

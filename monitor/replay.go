@@ -52,11 +52,10 @@ type replayPoint struct {
 	Scope string
 	// Oldest is the window's oldest event's time.
 	Oldest time.Time
-	// boundary is the Seq of the last event the replayed state includes;
-	// events holds the window from the oldest on.
+	// boundary is the Seq of the last event the replayed state includes,
+	// hist the window it is read from.
 	boundary uint64
-	events   []trace.Event
-	last     uint64 // the window's newest Seq
+	hist     *trace.History
 }
 
 // Describe says where the replay stands, for the header.
@@ -120,22 +119,16 @@ func (q *uiRequest) startReplay() error {
 	if at != "start" && err != nil {
 		return fmt.Errorf("at %q: a point of the trace's history (its seq) or start", at)
 	}
-	events, last := h.Since(0, nil, 0)
-	p := &replayPoint{Scope: q.param("rpath"), events: events, last: last}
-	if len(events) > 0 {
-		p.Oldest = events[0].Time
+	p := &replayPoint{Scope: q.param("rpath"), hist: h}
+	if st := h.Stats(); st.Events > 0 {
+		p.Oldest = st.FirstTime
 	}
-	var steps []int // indexes of the transactions that are steps
-	for i := range events {
-		if isStep(&events[i], p.Scope) {
-			steps = append(steps, i)
-		}
-	}
+	steps, last := h.Scan(0, func(e *trace.Event) bool { return isStep(e, p.Scope) })
 	p.Steps = len(steps)
 	// The step at or before seq.
 	k := -1
-	for j, i := range steps {
-		if at != "start" && events[i].Seq <= seq {
+	for j := range steps {
+		if at != "start" && steps[j].Seq <= seq {
 			k = j
 		}
 	}
@@ -145,18 +138,16 @@ func (q *uiRequest) startReplay() error {
 	// transaction is the moment just before it.
 	p.boundary = last
 	if k+1 < len(steps) {
-		p.Next = events[steps[k+1]].Seq
+		p.Next = steps[k+1].Seq
 		p.boundary = p.Next - 1
 	}
 	if k >= 0 {
-		p.Txn, p.Index = events[steps[k]], k+1
+		p.Txn, p.Index = steps[k], k+1
 		if k > 0 {
-			p.Prev = events[steps[k-1]].Seq
+			p.Prev = steps[k-1].Seq
 		} else {
 			p.PrevStart = true
 		}
-	} else if len(steps) > 0 {
-		p.boundary = events[steps[0]].Seq - 1
 	}
 	q.replay = p
 	return nil
@@ -185,8 +176,9 @@ type replayState struct {
 	root      string
 	nodes     map[string]*replayNode
 	truncated bool
-	// created keeps the data each node was created with, for names.
-	created map[string][]byte
+	// known keeps the data of nodes the window saw created or deleted,
+	// for the contenders' names.
+	known map[string][]byte
 	// silent are the members whose watches are unknown.
 	silent map[uint64]bool
 }
@@ -211,8 +203,14 @@ func (q *uiRequest) state(root string) *replayState {
 	key := fmt.Sprintf("replay %d %q %q", p.boundary, root, p.Scope)
 	return derive(q.memo, key, func() *replayState {
 		st := newReplayState(q.v, root, q.src)
+		// Only what the replay undoes is copied from the window: a
+		// busy server's setData on nodes it does not show are most of it.
+		events, _ := p.hist.Scan(p.boundary, st.matters)
+		early, _ := p.hist.Scan(0, func(e *trace.Event) bool {
+			return e.Kind == trace.WatchSet || e.Kind == trace.SessionAttached || e.Op == "createSession"
+		})
 		remote := q.m.remoteWatchEvents(q.v, p.Txn.Zxid)
-		st.undo(p.events, p.boundary, remote, p.Txn.Zxid)
+		st.undo(events, early, remote, p.Txn.Zxid)
 		return st
 	})
 }
@@ -221,7 +219,7 @@ func (q *uiRequest) state(root string) *replayState {
 // the tree under root read from the source.
 func newReplayState(v *view, root string, src Source) *replayState {
 	st := &replayState{sessions: map[int64]*Session{}, ephemerals: map[int64]map[string]bool{}, watches: map[watchKey]string{},
-		root: root, nodes: map[string]*replayNode{}, created: map[string][]byte{}, silent: map[uint64]bool{}}
+		root: root, nodes: map[string]*replayNode{}, known: map[string][]byte{}, silent: map[uint64]bool{}}
 	for i := range v.Sessions {
 		s := v.Sessions[i]
 		eph := make(map[string]bool, len(s.Ephemerals))
@@ -288,29 +286,51 @@ func (st *replayState) tracked(path string) bool {
 	return st.root != "" && isAncestor(st.root, path)
 }
 
-// undo takes the state back to just after boundary: every local event
-// after it, and every other member's watch event after zxid, newest
-// first, a member's after the local ones of the same zxid.
-func (st *replayState) undo(events []trace.Event, boundary uint64, remote []trace.Event, zxid int64) {
-	sets := setWatches(events)
+// matters reports whether undoing e changes the replayed state: every
+// event but a transaction that touches neither a session, an ephemeral
+// node nor the tracked tree.
+func (st *replayState) matters(e *trace.Event) bool {
+	if e.Kind != trace.TxnApplied {
+		return true
+	}
+	if e.Err != "" {
+		return false
+	}
+	if e.Op == "createSession" || e.Op == "closeSession" {
+		return true
+	}
+	for i := range e.Changes {
+		if c := &e.Changes[i]; c.Owner != 0 || st.tracked(c.Path) {
+			return true
+		}
+	}
+	return false
+}
+
+// undo takes the state back to just before events, the window's events
+// after the replay's point that matter (in order): each undone newest
+// first, and every other member's watch event after zxid too, a member's
+// after the local ones of the same zxid. early are the window's watch
+// sets, attaches and session creations from its start, which say what a
+// fired watch was and where a session was before it moved.
+func (st *replayState) undo(events, early, remote []trace.Event, zxid int64) {
+	sets := setWatches(early)
 	for _, e := range events {
-		if e.Kind == trace.TxnApplied && e.Err == "" {
-			for _, c := range e.Changes {
-				if c.Type == "NodeCreated" {
-					st.created[c.Path] = c.Data
-				}
+		for _, c := range e.Changes {
+			if c.Type == "NodeCreated" {
+				st.known[c.Path] = c.Data
 			}
 		}
 	}
 	r := len(remote) - 1
 	undoRemote := func(down int64) {
 		for ; r >= 0 && remote[r].Zxid > zxid && remote[r].Zxid >= down; r-- {
-			st.undoEvent(&remote[r], sets, events)
+			st.undoEvent(&remote[r], sets, early)
 		}
 	}
-	for i := len(events) - 1; i >= 0 && events[i].Seq > boundary; i-- {
+	for i := len(events) - 1; i >= 0; i-- {
 		undoRemote(events[i].Zxid)
-		st.undoEvent(&events[i], sets, events)
+		st.undoEvent(&events[i], sets, early)
 	}
 	undoRemote(zxid + 1)
 }
@@ -378,6 +398,7 @@ func (st *replayState) undoChange(c *trace.Change) {
 			delete(st.nodes, c.Path)
 		}
 	case "NodeDeleted":
+		st.known[c.Path] = c.Data
 		if c.Owner != 0 {
 			st.own(c.Owner, c.Path)
 		}
@@ -532,13 +553,13 @@ func (st *replayState) Watches() []Watch {
 	return out
 }
 
-// data is a node's data in the replay: the replayed tree's, else what it
-// was created with, as the window recorded.
+// data is a node's data in the replay: the replayed tree's, else what the
+// window recorded it created or deleted with; false when neither knows.
 func (st *replayState) data(path string) ([]byte, bool) {
 	if n := st.nodes[path]; n != nil {
 		return n.data, true
 	}
-	d, ok := st.created[path]
+	d, ok := st.known[path]
 	return d, ok
 }
 

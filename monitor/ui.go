@@ -243,7 +243,10 @@ func (q *uiRequest) memoKey(key string) string {
 // it is gone or the world may not read it. In a replay, as it was.
 func (q *uiRequest) nodeData(path string) ([]byte, bool) {
 	if q.replay != nil {
-		return q.state("").data(path)
+		if d, ok := q.state("").data(path); ok {
+			return d, true
+		}
+		// Not changed since: as it is now.
 	}
 	n, err := q.src.Node(path)
 	if err != nil || !n.Readable {

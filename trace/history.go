@@ -210,20 +210,7 @@ func (h *History) Since(seq uint64, f *Filter, limit int) (events []Event, last 
 		last = h.at(h.n - 1).Seq
 	}
 	n := h.n
-	// The window is in Seq order: find the first event after seq.
-	first := 0
-	if seq > 0 {
-		lo, hi := 0, n
-		for lo < hi {
-			mid := (lo + hi) / 2
-			if h.at(mid).Seq <= seq {
-				lo = mid + 1
-			} else {
-				hi = mid
-			}
-		}
-		first = lo
-	}
+	first := h.first(seq) // the window is in Seq order
 	var out []Event
 	for i := n - 1; i >= first; i-- {
 		e := h.at(i)
@@ -237,6 +224,38 @@ func (h *History) Since(seq uint64, f *Filter, limit int) (events []Event, last 
 	}
 	slices.Reverse(out)
 	return out, last
+}
+
+// Scan copies the events of the window after seq that keep keeps, oldest
+// first, and returns the newest event's Seq, kept or not. keep runs under
+// the window's lock, which Publish waits for: it must be quick.
+func (h *History) Scan(seq uint64, keep func(*Event) bool) (events []Event, last uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n == 0 {
+		return nil, 0
+	}
+	last = h.at(h.n - 1).Seq
+	for i := h.first(seq); i < h.n; i++ {
+		if e := h.at(i); keep(e) {
+			events = append(events, *e)
+		}
+	}
+	return events, last
+}
+
+// first is the index of the window's first event after seq. mu is held.
+func (h *History) first(seq uint64) int {
+	lo, hi := 0, h.n
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if h.at(mid).Seq <= seq {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // SeqAt returns the Seq just before the first event of the window that
