@@ -18,7 +18,7 @@ import (
 // (payload: uvarint index: "tell me when you have applied past it", see
 // notices.go). The leader answers each with a status and two values: the
 // index for frameIndex, the index and term of the newest entry applied
-// for frameNotice. Commands are acknowledged once handed to Raft, not
+// for frameNotice, the index applied for frameTouches. Commands are acknowledged once handed to Raft, not
 // once committed; the origin learns the outcome when they reach its own
 // state.
 const (
@@ -125,7 +125,9 @@ func (s *Store) serveFrame(kind byte, payload []byte) (status byte, v, v2 uint64
 			return statusFailed, 0, 0
 		}
 		s.db.TouchAll(ids, s.cfg.Clock.Now())
-		return statusOK, 0, 0
+		// The index applied here: the reporter vouches for its clients
+		// only once it has applied as much (Node.settleVouches).
+		return statusOK, s.db.Applied(), 0
 	case frameNotice:
 		return s.serveNotice(payload)
 	}

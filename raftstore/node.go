@@ -84,6 +84,13 @@ type Node struct {
 	// reportsFailing is set while reports fail, so the failure is logged
 	// as a warning once, not at every attempt.
 	reportsFailing atomic.Bool
+	// owed are reports that reached the leader, not yet vouched for:
+	// each vouches once this node has applied the index the leader had
+	// applied when it heard (settleVouches). Only reportTouches uses it.
+	owed []owedReport
+	// lagging is set while the oldest report owed is older than the
+	// leaderless limit, so the lag is logged once.
+	lagging bool
 }
 
 // proposed is one command on its way into a batch, and the size of the
@@ -416,8 +423,10 @@ func (n *Node) reportTouches(ctx context.Context) {
 		}
 		n.report(ctx)
 		if n.store.IsLeader() {
+			n.owed = n.owed[:0]
 			n.vouchedAt.Store(time.Now().UnixNano())
 		} else {
+			n.settleVouches(time.Now())
 			n.events.Vouch(n.Vouched(), n.LeaderlessLimit())
 		}
 		// With no session in the ensemble there is nobody to vouch for:
@@ -428,6 +437,58 @@ func (n *Node) reportTouches(ctx context.Context) {
 			next = max(next, idleReportInterval)
 		}
 		t.Reset(next)
+	}
+}
+
+// owedReport is a report that reached the leader when it had applied
+// index.
+type owedReport struct {
+	sent  time.Time
+	index uint64
+}
+
+// maxOwed bounds the reports owed; past it the oldest are dropped, which
+// only delays vouching.
+const maxOwed = 256
+
+// settleVouches vouches for the newest report owed whose index this node
+// has applied: a report proves the leader hears this node, and only once
+// this node holds everything the leader held then may its clients be
+// answered as of then. A follower that cannot append or apply (a disk
+// refusing writes, one far slower than the others) therefore stops
+// vouching, however well its reports get through, and its clients move
+// to a member that is current, as they would from a ZooKeeper follower
+// that fell out of sync.
+func (n *Node) settleVouches(now time.Time) {
+	applied := n.db.Applied()
+	last := -1
+	for i, o := range n.owed {
+		if o.index <= applied {
+			last = i
+		}
+	}
+	if last >= 0 {
+		n.vouch(n.owed[last].sent)
+		n.owed = append(n.owed[:0], n.owed[last+1:]...)
+	}
+	behind := len(n.owed) > 0 && now.Sub(n.owed[0].sent) > n.LeaderlessLimit()
+	if behind && !n.lagging {
+		n.cfg.Logger.Warn("this member has not applied what the leader had applied when it last heard from it: "+
+			"its clients are dropped, to move to a member that is current, until it catches up",
+			"applied", applied, "leader_applied", n.owed[0].index, "since", n.owed[0].sent)
+	} else if !behind && n.lagging {
+		n.cfg.Logger.Info("this member has caught up with the leader", "applied", applied)
+	}
+	n.lagging = behind
+}
+
+// vouch moves vouchedAt forward to t (never back).
+func (n *Node) vouch(t time.Time) {
+	for {
+		old := n.vouchedAt.Load()
+		if t.UnixNano() <= old || n.vouchedAt.CompareAndSwap(old, t.UnixNano()) {
+			return
+		}
 	}
 }
 
@@ -448,13 +509,13 @@ func (n *Node) report(ctx context.Context) {
 		return // its clients touched its timers directly
 	}
 	if len(ids) == 0 && n.db.SessionCount() == 0 {
-		n.vouchedAt.Store(sent.UnixNano()) // nobody to vouch for
+		n.vouch(sent) // nobody to vouch for
 		return
 	}
 	// Bounded by the interval, so that a follower cut off from the leader
 	// still checks its clients every interval or two (see Vouch).
 	callCtx, cancel := context.WithTimeout(ctx, max(n.cfg.ReportInterval, 50*time.Millisecond))
-	err := n.store.ReportTouches(callCtx, ids)
+	leaderApplied, err := n.store.ReportTouches(callCtx, ids)
 	cancel()
 	if err != nil {
 		n.touchMu.Lock()
@@ -468,7 +529,10 @@ func (n *Node) report(ctx context.Context) {
 		}
 		return
 	}
-	n.vouchedAt.Store(sent.UnixNano())
+	if len(n.owed) == maxOwed {
+		n.owed = append(n.owed[:0], n.owed[1:]...)
+	}
+	n.owed = append(n.owed, owedReport{sent: sent, index: leaderApplied})
 	if n.reportsFailing.Swap(false) {
 		n.cfg.Logger.Info("session activity reaches the leader again")
 	}

@@ -118,6 +118,8 @@ type Config struct {
 	// (ask.go); nil answers none.
 	Answer Answerer
 
+	// wrapLogs, for tests, wraps the log store Raft is given.
+	wrapLogs func(raft.LogStore) raft.LogStore
 	// onStored, for tests, is told the last index of every append to the
 	// log once the store has returned (BenchmarkFollowerWriteStages).
 	onStored func(last uint64)
@@ -348,6 +350,9 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 		return nil, err
 	}
 	s.fsm.halt = s.halt
+	if cfg.wrapLogs != nil {
+		ls.logs = cfg.wrapLogs(ls.logs)
+	}
 	var (
 		logs   raft.LogStore      = guardedLogs{LogStore: ls.logs, s: s, park: true}
 		stable raft.StableStore   = guardedStable{StableStore: ls.stable, s: s}
@@ -490,16 +495,16 @@ func (s *Store) Forward(ctx context.Context, commands []byte) error {
 }
 
 // ReportTouches tells the leader, which owns session expiry, that this
-// node's clients were active on the sessions ids. It is not logged: only
-// the leader's timers need it, and a new leader starts every session on a
+// node's clients were active on the sessions ids, and returns the index
+// the leader had applied when it heard. It is not logged: only the
+// leader's timers need it, and a new leader starts every session on a
 // full timeout anyway.
-func (s *Store) ReportTouches(ctx context.Context, ids []int64) error {
+func (s *Store) ReportTouches(ctx context.Context, ids []int64) (uint64, error) {
 	if s.IsLeader() {
 		s.db.TouchAll(ids, s.cfg.Clock.Now())
-		return nil
+		return s.db.Applied(), nil
 	}
-	_, err := s.call(ctx, frameTouches, encodeTouches(ids))
-	return err
+	return s.call(ctx, frameTouches, encodeTouches(ids))
 }
 
 // IsLeader reports whether this node is the leader.
