@@ -65,34 +65,40 @@ func (e errNotSent) Unwrap() error { return e.err }
 // waits for its answer. It gives up when ctx ends or, without a deadline
 // in ctx, after ForwardTimeout.
 func (s *Store) call(ctx context.Context, kind byte, payload []byte) (uint64, error) {
+	v, _, err := s.call2(ctx, kind, payload)
+	return v, err
+}
+
+// call2 is call for frames answered with two values.
+func (s *Store) call2(ctx context.Context, kind byte, payload []byte) (uint64, uint64, error) {
 	_, addr := s.Leader()
 	if addr == "" {
-		return 0, ErrNoLeader
+		return 0, 0, ErrNoLeader
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.ForwardTimeout)
 		defer cancel()
 	}
-	v, _, status, err := s.roundTrip(ctx, addr, kind, payload)
+	v, v2, status, err := s.roundTrip(ctx, addr, kind, payload)
 	if err != nil {
 		var notSent errNotSent
 		if errors.As(err, &notSent) {
 			// The leader cannot act on a frame it did not get whole.
-			return 0, fmt.Errorf("%w: forward to %s: %w", ErrUnreachable, addr, notSent.err)
+			return 0, 0, fmt.Errorf("%w: forward to %s: %w", ErrUnreachable, addr, notSent.err)
 		}
 		if errors.Is(err, ErrClosed) {
-			return 0, err
+			return 0, 0, err
 		}
-		return 0, fmt.Errorf("raftstore: forward to %s: %w", addr, err)
+		return 0, 0, fmt.Errorf("raftstore: forward to %s: %w", addr, err)
 	}
 	switch status {
 	case statusOK:
-		return v, nil
+		return v, v2, nil
 	case statusNotLeader:
-		return 0, ErrNotLeader
+		return 0, 0, ErrNotLeader
 	}
-	return 0, errFailed
+	return 0, 0, errFailed
 }
 
 // serveFrame handles one request on the leader.
@@ -102,8 +108,8 @@ func (s *Store) serveFrame(kind byte, payload []byte) (status byte, v, v2 uint64
 	}
 	switch kind {
 	case frameCommands:
-		// Check before the bytes enter the log: a corrupt entry would be
-		// skipped by every replica, but the sender should hear now.
+		// Check before the bytes enter the log: a corrupt entry would
+		// halt every replica, and the sender should hear now.
 		if err := zkdb.CheckCommands(payload); err != nil {
 			s.log.Warn("raftstore: corrupt forwarded commands", "err", err)
 			return statusFailed, 0, 0
@@ -130,6 +136,8 @@ func (s *Store) serveFrame(kind byte, payload []byte) (status byte, v, v2 uint64
 		return statusOK, s.db.Applied(), 0
 	case frameNotice:
 		return s.serveNotice(payload)
+	case frameDigest:
+		return s.serveDigest(payload)
 	}
 	return statusFailed, 0, 0
 }

@@ -415,6 +415,7 @@ func (n *Node) Vouched() time.Time {
 func (n *Node) reportTouches(ctx context.Context) {
 	t := time.NewTimer(n.cfg.ReportInterval)
 	defer t.Stop()
+	var digestSent time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -422,6 +423,10 @@ func (n *Node) reportTouches(ctx context.Context) {
 		case <-t.C:
 		}
 		n.report(ctx)
+		if now := time.Now(); now.Sub(digestSent) >= digestEvery && !n.store.IsLeader() {
+			digestSent = now
+			n.sendDigest(ctx)
+		}
 		if n.store.IsLeader() {
 			n.owed = n.owed[:0]
 			n.vouchedAt.Store(time.Now().UnixNano())

@@ -487,7 +487,7 @@ func (s *Store) handlePipe(c net.Conn) {
 			return
 		}
 		switch kind {
-		case frameIndex, frameNotice, frameTouches:
+		case frameIndex, frameNotice, frameTouches, frameDigest:
 			// Touches too: a report of client activity must not wait
 			// behind commands that wait for Raft to take them, or the
 			// leader could expire sessions whose clients are answered.

@@ -280,6 +280,9 @@ type Store struct {
 	// so Close ends them with forwarding's. Guarded by fwdMu.
 	answering int
 
+	// judge compares followers' state digests with this member's while
+	// it leads (digest.go).
+	judge digestJudge
 	// halting records a halt (guard.go); running is set once Raft is up,
 	// when a halt closes the store.
 	halting haltState

@@ -105,6 +105,11 @@ type DB struct {
 	// newest digestLogLimit kept, for the hash command (ZooKeeper's
 	// DataTree digest log).
 	digests []ZxidDigest
+	// stateDigests holds the tree's digest after each recent batch, by
+	// log index, stateDigestNext the slot to overwrite next once full
+	// (statedigest.go).
+	stateDigests    []IndexDigest
+	stateDigestNext int
 	// lastSnapshot is set by Snapshot, which holds only the read lock.
 	lastSnapshot atomic.Pointer[SnapshotInfo]
 
@@ -201,6 +206,7 @@ func (d *DB) Apply(b Batch, index uint64) {
 	for i := range b.Commands {
 		d.applyLocked(&b.Commands[i], b.Term, now)
 	}
+	d.recordStateDigestLocked(index)
 }
 
 // MaxTimeHold is how far a leader's clock may be behind the transaction

@@ -113,6 +113,7 @@ func (d *DB) Load(t *tree.Tree, applied uint64, lastTime int64) {
 	d.tree, d.owners, d.applied, d.lastTime = t, make(map[int64]*owner), applied, lastTime
 	d.members, d.replicas = membership.Config{}, nil
 	d.digests = nil
+	d.stateDigests, d.stateDigestNext = nil, 0
 	d.timersMu.Lock()
 	d.resetTimersLocked(now)
 	d.timersMu.Unlock()
@@ -273,6 +274,7 @@ func (d *DB) Restore(r io.Reader, reset bool) error {
 	d.tree, d.owners, d.applied, d.lastTime = t, owners, applied, lastTime
 	d.members, d.replicas = members, replicas
 	d.digests = nil
+	d.stateDigests, d.stateDigestNext = nil, 0
 	d.watchMu.Lock()
 	d.watches = watch.NewManager()
 	d.watchMu.Unlock()
