@@ -157,8 +157,14 @@ var registry = []command{
 			out["digests"] = list
 		}},
 	{names: []string{"is_read_only", "isro"}, word: "isro", serving: true, idleText: "null",
-		text: func(b *strings.Builder, _ *view) { b.WriteString("rw") },
-		json: func(out map[string]any, _ *view) { out["read_only"] = false }},
+		text: func(b *strings.Builder, v *view) {
+			if v.Mode.IsReadOnly() {
+				b.WriteString("ro")
+			} else {
+				b.WriteString("rw")
+			}
+		},
+		json: func(out map[string]any, v *view) { out["read_only"] = v.Mode.IsReadOnly() }},
 	{names: []string{"last_snapshot", "lsnp"}, serving: true, needs: PartDigests,
 		json: func(out map[string]any, v *view) {
 			zxid, ts := int64(-1), int64(-1)

@@ -12,6 +12,9 @@ import (
 // writeStat writes srvr, or with clients stat: ZooKeeper's StatCommand.
 func writeStat(b *strings.Builder, v *view, clients bool) {
 	fmt.Fprintf(b, "Zookeeper version: %s\n", FullVersion())
+	if v.Mode.IsReadOnly() {
+		b.WriteString("READ-ONLY mode; serving only read-only clients\n")
+	}
 	if clients {
 		b.WriteString("Clients:\n")
 		writeConnections(b, v, true)

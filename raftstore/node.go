@@ -27,6 +27,10 @@ type Events interface {
 	// Serving says whether clients may be served: false once no leader
 	// has been known for two election timeouts, true when one is again.
 	Serving(ok bool)
+	// ReadOnly says no leader has been known for Config.ReadOnlyAfter:
+	// the server may serve read-only clients from this node's state
+	// until Serving(true). It comes again at every look meanwhile.
+	ReadOnly()
 	// Vouch says, on a follower, when the newest report of its clients'
 	// activity that reached the leader was sent; a client whose session
 	// timeout's third has passed since (and since it attached) must be
@@ -317,8 +321,12 @@ func (n *Node) watchLeadership(ctx context.Context) {
 // leadershipWatch is what watchLeadership remembers between looks.
 type leadershipWatch struct {
 	leaderSeen time.Time // when a leader was last known
-	lastLeader uint64
-	quiet      quietState
+	// missedSince is when a look first found no leader (zero while one
+	// is known): read-only mode's grace runs from the loss noticed, as
+	// ZooKeeper's from the moment its peer starts looking.
+	missedSince time.Time
+	lastLeader  uint64
+	quiet       quietState
 }
 
 // lookAtLeadership acts on Raft's state as it is now, and returns how
@@ -328,17 +336,30 @@ func (n *Node) lookAtLeadership(ctx context.Context, w *leadershipWatch, strande
 	wait := changeFallback
 	n.tuneQuiet(&w.quiet, now)
 	if id, _ := n.store.Leader(); id != 0 {
-		w.leaderSeen = now
+		w.leaderSeen, w.missedSince = now, time.Time{}
 		n.events.Serving(true)
 		if w.lastLeader != 0 && id != w.lastLeader {
 			upTo := n.lastSeq.Load()
 			stranded.Go(func() { n.strand(ctx, upTo) })
 		}
 		w.lastLeader = id
-	} else if left := n.LeaderlessLimit() - now.Sub(w.leaderSeen); left <= 0 {
-		n.events.Serving(false)
 	} else {
-		wait = min(wait, left) // stop serving on time if none comes
+		leaderless := now.Sub(w.leaderSeen)
+		if left := n.LeaderlessLimit() - leaderless; left <= 0 {
+			n.events.Serving(false)
+		} else {
+			wait = min(wait, left) // stop serving on time if none comes
+		}
+		if w.missedSince.IsZero() {
+			w.missedSince = now
+		}
+		if ro := n.cfg.ReadOnlyAfter; ro > 0 {
+			if left := ro - now.Sub(w.missedSince); left <= 0 {
+				n.events.ReadOnly()
+			} else {
+				wait = min(wait, left)
+			}
+		}
 	}
 
 	if !n.store.IsLeader() {

@@ -16,6 +16,7 @@ type quietEvents struct{}
 func (quietEvents) Failed([]uint64)                {}
 func (quietEvents) Stranded(uint64)                {}
 func (quietEvents) Serving(bool)                   {}
+func (quietEvents) ReadOnly()                      {}
 func (quietEvents) Vouch(time.Time, time.Duration) {}
 func (quietEvents) Halted(error)                   {}
 

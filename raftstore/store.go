@@ -110,6 +110,12 @@ type Config struct {
 	// report got through within a third of its session timeout, so a few
 	// must fit in that. Default ElectionTimeout/10.
 	ReportInterval time.Duration
+	// ReadOnlyAfter, when positive, is how long a member goes without a
+	// known leader (it lost its quorum), from when it noticed, before it
+	// tells its server to
+	// serve read-only clients (Events.ReadOnly): ZooKeeper's grace,
+	// max(2s, tickTime), with readonlymode.enabled. Zero: never.
+	ReadOnlyAfter time.Duration
 	// Dial opens every connection this node makes to a peer (Raft and
 	// write forwarding); nil dials TCP from RaftAddr's IP. Fault-injection
 	// tests wrap it to cut links between nodes.

@@ -29,8 +29,9 @@ type codeError struct{ code wire.Code }
 func (e codeError) Error() string { return e.code.String() }
 
 var (
-	errNoWatcher  = codeError{wire.CodeNoWatcher}
-	errAuthFailed = codeError{wire.CodeAuthFailed}
+	errNoWatcher   = codeError{wire.CodeNoWatcher}
+	errAuthFailed  = codeError{wire.CodeAuthFailed}
+	errNotReadOnly = codeError{wire.CodeNotReadOnly}
 )
 
 func isRead(op wire.OpCode) bool {

@@ -81,6 +81,11 @@ type Config struct {
 	// QUOTAEXCEEDED, and passing any limit is logged as a warning. Every
 	// member of an ensemble must agree on it.
 	EnforceQuota bool
+	// ReadOnlyMode is readonlymode.enabled: a member of an ensemble that
+	// has known no leader for ReadOnlyGrace serves clients that ask for
+	// read-only, until a leader is known again (readonly.go). Without
+	// it such a member serves nobody.
+	ReadOnlyMode bool
 	// MetricsAddr, when set, serves metrics at /metrics
 	// (metricsProvider.httpHost:httpPort) through MetricsProvider.
 	MetricsAddr string

@@ -39,7 +39,11 @@ func (s *Server) Replication() ReplicationInfo {
 		return ReplicationInfo{State: membership.Standalone, NodeID: s.nodeID}
 	}
 	in := s.repl.Info()
-	return ReplicationInfo{State: in.State, NodeID: in.NodeID, LeaderID: in.LeaderID, LeaderAddr: in.LeaderAddr,
+	state := in.State
+	if s.isReadOnly() {
+		state = membership.ReadOnly
+	}
+	return ReplicationInfo{State: state, NodeID: in.NodeID, LeaderID: in.LeaderID, LeaderAddr: in.LeaderAddr,
 		Term: in.Term, Members: in.Members, Replicas: in.Replicas, LastContact: in.LastContact, Raft: in.Raft, DataDir: in.DataDir}
 }
 
@@ -81,6 +85,8 @@ func (e replicationEvents) Stranded(upTo uint64) {
 func (e replicationEvents) Serving(ok bool) { e.s.setServing(ok) }
 
 func (e replicationEvents) Halted(err error) { e.s.halt(err) }
+
+func (e replicationEvents) ReadOnly() { e.s.enterReadOnly() }
 
 func (e replicationEvents) Vouch(reached time.Time, limit time.Duration) {
 	e.s.dropUnvouched(time.Now(), reached, limit)
@@ -126,6 +132,9 @@ func (s *Server) openReplication() (replication, error) {
 	}
 	// Other members' live views ask this one what only it knows.
 	rc.Answer = func(_ context.Context, question []byte) ([]byte, error) { return s.monitor.AnswerMember(question) }
+	if s.cfg.ReadOnlyMode {
+		rc.ReadOnlyAfter = ReadOnlyGrace(s.cfg.TickTime)
+	}
 	n, err := raftstore.OpenNode(rc, s.db, replicationEvents{s})
 	if err != nil {
 		return nil, err

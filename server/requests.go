@@ -18,6 +18,16 @@ func (c *conn) handle(frame []byte) bool {
 		return false
 	}
 	c.cur = c.begin(h.Type, h.Xid)
+	if c.readOnly.Load() {
+		switch {
+		case h.Type == wire.OpCloseSession:
+			c.closeReadOnlySession(h.Xid)
+			return false
+		case readOnlyRefuses(h.Type):
+			c.reply(h.Xid, c.lastZxid(), errNotReadOnly, nil)
+			return true
+		}
+	}
 	switch h.Type {
 	case wire.OpPing:
 		// ZooKeeper answers every ping with xid -2, whatever xid it carried.

@@ -313,6 +313,9 @@ func (s *Server) State() membership.State {
 	if s.repl == nil {
 		return membership.Standalone
 	}
+	if s.isReadOnly() {
+		return membership.ReadOnly
+	}
 	return s.repl.State()
 }
 
@@ -333,7 +336,7 @@ func (s *Server) acceptLoop(ln net.Listener, wrap func(net.Conn) net.Conn) {
 			}
 			continue
 		}
-		if s.notServing.Load() {
+		if s.notServing.Load() && !s.isReadOnly() {
 			s.log.Debug("refusing connection: no quorum", "remote", nc.RemoteAddr().String())
 			_ = nc.Close()
 			continue
@@ -379,7 +382,7 @@ func (s *Server) ServeConn(nc net.Conn) error {
 	case s.isHalted():
 		_ = nc.Close()
 		return ErrHalted
-	case s.notServing.Load():
+	case s.notServing.Load() && !s.isReadOnly():
 		_ = nc.Close()
 		return ErrNotServing
 	}
@@ -437,6 +440,9 @@ func (s *Server) register(nc net.Conn) (*conn, bool) {
 
 // unregister forgets a connection and the watches it set.
 func (s *Server) unregister(c *conn) {
+	if c.readOnly.Load() {
+		s.detachReadOnly(c)
+	}
 	s.dropWatches(c)
 	s.connsMu.Lock()
 	delete(s.conns, c.id)
@@ -465,7 +471,8 @@ func (s *Server) unregister(c *conn) {
 func (s *Server) dropUnvouched(now, vouched time.Time, limit time.Duration) {
 	for _, c := range s.openConns() {
 		t := time.Duration(c.timeout.Load())
-		if c.sessionID.Load() == 0 || t == 0 {
+		// A read-only session is this member's own: no leader vouches.
+		if c.sessionID.Load() == 0 || t == 0 || c.readOnly.Load() {
 			continue
 		}
 		since := vouched
@@ -488,6 +495,7 @@ func (s *Server) dropUnvouched(now, vouched time.Time, limit time.Duration) {
 func (s *Server) setServing(serving bool) {
 	if serving {
 		s.markReady()
+		s.leaveReadOnly()
 	}
 	if s.notServing.Swap(!serving) == !serving {
 		return
@@ -495,6 +503,9 @@ func (s *Server) setServing(serving bool) {
 	if serving {
 		s.log.Info("serving clients again: a leader is known")
 		return
+	}
+	if s.isReadOnly() {
+		return // read-only mode already closed the read-write clients
 	}
 	open := s.openConns()
 	s.log.Warn("no leader: dropping client connections until one is elected", "connections", len(open))

@@ -19,6 +19,9 @@ func (c *conn) connect(req *wire.ConnectRequest) bool {
 	s := c.srv
 	began := time.Now()
 	timeout := session.NegotiateTimeout(time.Duration(req.Timeout)*time.Millisecond, s.cfg.MinSessionTimeout, s.cfg.MaxSessionTimeout)
+	if s.isReadOnly() {
+		return c.connectReadOnly(req, timeout, began)
+	}
 	if req.SessionID != 0 {
 		// In an ensemble, first catch up with the leader, as a ZooKeeper
 		// follower revalidates a session with its leader: the session may
@@ -156,6 +159,9 @@ func (c *conn) sendConnectResponse(r *wire.ConnectResponse) {
 // session is gone (or being closed) and the connection should end.
 func (c *conn) touch() bool {
 	s := c.srv
+	if c.readOnly.Load() {
+		return s.touchReadOnly(c)
+	}
 	id := c.sessionID.Load()
 	if !s.db.Touch(id, s.clock.Now()) {
 		return false
@@ -218,6 +224,7 @@ func (s *Server) expiryLoop() {
 			s.db.ShiftTimers(late)
 		}
 		s.expireSessions()
+		s.expireReadOnlySessions(now)
 	}
 }
 

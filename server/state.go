@@ -43,6 +43,8 @@ type Server struct {
 	// applied, published after it; guarded by the DB's lock (the sink
 	// runs under it).
 	traceWatches []trace.Event
+	// ro is read-only mode (readonly.go).
+	ro readOnlyState
 	// quotaLog logs the quota limits this node's clients' writes pass;
 	// guarded by the DB's lock (the sink runs under it).
 	quotaLog quotaLogger
@@ -156,6 +158,9 @@ type conn struct {
 	cur   request
 
 	sessionID atomic.Int64
+	// readOnly is set when the session was created in read-only mode:
+	// this member's own, not the ensemble's (readonly.go).
+	readOnly atomic.Bool
 	// timeout is the session's negotiated timeout, set with sessionID.
 	timeout atomic.Int64
 	// attachedAt (unix nanos) is when the handshake that created or

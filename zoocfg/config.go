@@ -61,6 +61,11 @@ type Config struct {
 	MetricsHTTPPort      int
 	// ExtendedTypesEnabled is extendedTypesEnabled (TTL nodes), default false.
 	ExtendedTypesEnabled bool
+	// ReadOnlyMode is readonlymode.enabled, a Java system property in
+	// ZooKeeper (which would take the key in zoo.cfg as
+	// zookeeper.readonlymode.enabled, and ignore it); hutch takes it here
+	// too. Default false.
+	ReadOnlyMode bool
 	// EnforceQuota is enforceQuota, which ZooKeeper takes as the system
 	// property zookeeper.enforceQuota (as it takes every key it does not
 	// know): hard quota limits refuse writes. Default false.
@@ -257,6 +262,8 @@ func (c *Config) set(p Property, minTimeout, maxTimeout *int) error {
 		c.ExtendedTypesEnabled, err = parseBool(v)
 	case key == "enforceQuota":
 		c.EnforceQuota, err = parseBool(v)
+	case key == "readonlymode.enabled":
+		c.ReadOnlyMode, err = parseBool(v)
 	case key == "autopurge.snapRetainCount":
 		c.SnapRetainCount, err = parseInt(v)
 		c.ignore(key, p.Line, "hutch's Raft snapshots handle retention")

@@ -68,6 +68,11 @@ func TestParse(t *testing.T) {
 				t.Errorf("%q", c.AdminAddr())
 			}
 		}},
+		{"readonlymode.enabled", "readonlymode.enabled=true\n", func(t *testing.T, c *Config) {
+			if !c.ReadOnlyMode || ignored(c, "readonlymode.enabled") {
+				t.Errorf("ReadOnlyMode %v, ignored %+v", c.ReadOnlyMode, c.Ignored)
+			}
+		}},
 		{"enforceQuota", "enforceQuota=True\n", func(t *testing.T, c *Config) {
 			if !c.EnforceQuota || ignored(c, "enforceQuota") {
 				t.Errorf("EnforceQuota %v, ignored %+v", c.EnforceQuota, c.Ignored)

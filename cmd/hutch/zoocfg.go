@@ -116,6 +116,9 @@ func applyZooCfg(path string, fs *pflag.FlagSet, f *flags, logger *slog.Logger) 
 	if !given("enforce-quota") {
 		f.enforceQuota = zc.EnforceQuota
 	}
+	if !given("read-only-mode") {
+		f.readOnlyMode = zc.ReadOnlyMode
+	}
 	if !given("peer-secret-file") && zc.PeerSecretFile != "" {
 		f.secretFile = zc.PeerSecretFile
 	}

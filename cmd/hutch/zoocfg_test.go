@@ -46,7 +46,7 @@ type mapped struct {
 	ListenAddr, AdminAddr, MetricsAddr, SecureListenAddr, SuperDigest, DataLogDir string
 	TickTime, MinSessionTimeout, MaxSessionTimeout                                time.Duration
 	MaxClientConnsPerIP, InitLimit, SyncLimit                                     int
-	EnforceQuota                                                                  bool
+	EnforceQuota, ReadOnlyMode                                                    bool
 	FourLetterWords                                                               []string
 	SASLUsers                                                                     map[string]string
 	// Raft: node id, listen address, peers, data directory ("" for none).
@@ -62,7 +62,7 @@ func mappedOf(c server.Config) mapped {
 		SuperDigest: c.SuperDigest, DataLogDir: c.DataLogDir, TickTime: c.TickTime,
 		MinSessionTimeout: c.MinSessionTimeout, MaxSessionTimeout: c.MaxSessionTimeout,
 		MaxClientConnsPerIP: c.MaxClientConnsPerIP, InitLimit: c.InitLimit, SyncLimit: c.SyncLimit,
-		FourLetterWords: c.FourLetterWords, SASLUsers: c.SASLUsers, EnforceQuota: c.EnforceQuota,
+		FourLetterWords: c.FourLetterWords, SASLUsers: c.SASLUsers, EnforceQuota: c.EnforceQuota, ReadOnlyMode: c.ReadOnlyMode,
 	}
 	if c.Raft != nil {
 		m.NodeID, m.RaftAddr, m.Peers, m.DataDir = c.Raft.NodeID, c.Raft.RaftAddr, c.Raft.Peers, c.Raft.DataDir
@@ -119,6 +119,8 @@ func TestZooCfgMapping(t *testing.T) {
 			}), nil},
 		{"enforceQuota, which ZooKeeper takes as zookeeper.enforceQuota", "dataDir=$DIR/data\nclientPort=2181\nenforceQuota=true\n", nil, nil,
 			with(func(m *mapped) { m.EnforceQuota = true }), nil},
+		{"readonlymode.enabled, a system property in ZooKeeper", "dataDir=$DIR/data\nclientPort=2181\nreadonlymode.enabled=true\n", nil, nil,
+			with(func(m *mapped) { m.ReadOnlyMode = true }), nil},
 		{"--enforce-quota=false wins over the file", "dataDir=$DIR/data\nclientPort=2181\nenforceQuota=true\n", nil,
 			[]string{"--enforce-quota=false"}, standalone, nil},
 		{"JAAS users", "dataDir=$DIR/data\nclientPort=2181\nhutch.jaasFile=$DIR/jaas.conf\n",
