@@ -28,6 +28,9 @@ func (s *session) prompt() string {
 	state := "CLOSED"
 	if s.zk != nil {
 		state = s.zk.State().String()
+		if s.zk.ReadOnly() {
+			state = "CONNECTEDREADONLY"
+		}
 	}
 	return "[zk: " + s.host + "(" + state + ") " + strconv.Itoa(s.count) + "] "
 }

@@ -43,6 +43,7 @@ type invocation struct {
 	server    string
 	timeout   time.Duration
 	keepGoing bool
+	readOnly  bool     // -r: the session may be served read-only
 	command   []string // a command to run alone, or nil
 }
 
@@ -88,9 +89,10 @@ func parseInvocation(args []string) (invocation, bool, error) {
 			inv.timeout = time.Duration(ms) * time.Millisecond
 		case "keep-going":
 			inv.keepGoing = true
-		case "r", "waitforconnection":
-			// Read-only mode does not exist in hutch; commands always
-			// wait for the connection.
+		case "r":
+			inv.readOnly = true
+		case "waitforconnection":
+			// Commands always wait for the connection.
 		case "h", "help":
 			return inv, true, nil
 		default:
@@ -100,11 +102,14 @@ func parseInvocation(args []string) (invocation, bool, error) {
 	return inv, false, nil
 }
 
-const helpText = `Usage: hutch cli [-server host:port[,host:port...]] [-timeout ms] [-keep-going] [command args...]
+const helpText = `Usage: hutch cli [-server host:port[,host:port...]] [-timeout ms] [-r] [-keep-going] [command args...]
 
 A ZooKeeper client that answers as ZooKeeper 3.8's zkCli.sh does, for any
 ZooKeeper-compatible server. The server defaults to localhost:2181 and the
-session timeout to 30000 ms, as zkCli's.
+session timeout to 30000 ms, as zkCli's. With -r the session may be
+served read-only by a member without a quorum (canBeReadOnly): the prompt
+then says CONNECTEDREADONLY, writes fail with "Not a read-only call", and
+hutch cli moves to a read-write server as soon as it finds one.
 
 With a command it runs that one command and exits. Without one it reads
 commands from stdin: interactively, with history and tab completion of
@@ -146,6 +151,7 @@ func Run(cfg Config) int {
 		return exitUsage
 	}
 	s := newSession(inv.server, inv.timeout, cfg.Stdout, cfg.Stderr)
+	s.readOnly = inv.readOnly
 	exit := cfg.Exit
 	if exit == nil {
 		exit = os.Exit

@@ -27,8 +27,9 @@ const (
 // session is one zkCli-like session: the ZooKeeper client, what zkCli
 // keeps between commands (history, printwatches) and where output goes.
 type session struct {
-	host    string // connect string, shown in the prompt
-	timeout time.Duration
+	host     string // connect string, shown in the prompt
+	timeout  time.Duration
+	readOnly bool // -r: sessions may be served read-only (canBeReadOnly)
 
 	outMu sync.Mutex // serialises writes to out and errOut
 	out   io.Writer  // command results (zkCli's System.out)
@@ -86,10 +87,11 @@ func (s *session) connect(host string, quietStart bool) error {
 	zk, err := zkclient.New(zkclient.Config{
 		Servers:        servers,
 		SessionTimeout: s.timeout,
+		CanBeReadOnly:  s.readOnly,
 		Watcher: func(ev zkclient.Event) {
 			if skip {
 				skip = false
-				if ev.Type == wire.EventNone && ev.State == wire.StateSyncConnected {
+				if ev.Type == wire.EventNone && (ev.State == wire.StateSyncConnected || ev.State == wire.StateConnectedReadOnly) {
 					return
 				}
 			}
@@ -256,7 +258,7 @@ func (s *session) usage() {
 }
 
 // usageLine heads the command summary.
-const usageLine = "hutch cli [-server host:port[,host:port...]] [-timeout ms] [-keep-going] cmd args"
+const usageLine = "hutch cli [-server host:port[,host:port...]] [-timeout ms] [-r] [-keep-going] cmd args"
 
 // commandNames lists the commands in zkCli's order (Java's String order).
 func commandNames() []string {

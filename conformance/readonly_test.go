@@ -305,3 +305,90 @@ func TestReadOnlyModeSideBySide(t *testing.T) {
 	}
 	t.Logf("transcript:\n  %s", strings.Join(hutch, "\n  "))
 }
+
+// operationsBlock returns the fenced block of docs/operations.md opened
+// with "```text <tag>".
+func operationsBlock(tb testing.TB, tag string) string {
+	tb.Helper()
+	md, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	start := strings.Index(string(md), "```text "+tag+"\n")
+	if start < 0 {
+		tb.Fatalf("docs/operations.md has no ```text %s block", tag)
+	}
+	rest := string(md[start+len("```text "+tag+"\n"):])
+	return rest[:strings.Index(rest, "```")]
+}
+
+// TestReadOnlyDocExample runs docs/operations.md's read-only example as
+// written: the commands before the second "#" line through hutch cli on
+// any member, the rest with -r on the member left once two are killed,
+// each one's output compared with the lines below it; then srvr must say
+// what the doc says.
+func TestReadOnlyDocExample(t *testing.T) {
+	servers := startHutchReadOnly(t)
+	survivor := 0
+	for i, s := range servers {
+		if realzk.Mode(s.Addr, 2*time.Second) == "follower" {
+			survivor = i
+		}
+	}
+	phase := 0
+	var cmd string
+	var want []string
+	check := func() {
+		t.Helper()
+		if cmd == "" {
+			return
+		}
+		args := []string{"-server", servers[survivor].Addr}
+		if phase == 2 {
+			args = append(args, "-r")
+		}
+		res := runCLI(t, hutchCLI(t, append(args, splitCLILine(cmd)...)...), "")
+		if exp := strings.Join(want, ""); res.out != exp {
+			t.Errorf("> %s\nprinted:\n%s\nthe doc says:\n%s", cmd, res.out, exp)
+		}
+		cmd, want = "", nil
+	}
+	for _, line := range strings.SplitAfter(operationsBlock(t, "cli=readonly"), "\n") {
+		switch {
+		case strings.HasPrefix(line, "# "):
+			check()
+			phase++
+			if phase == 2 {
+				for i, s := range servers {
+					if i != survivor {
+						if err := s.Kill(); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				waitFourLetter(t, servers[survivor].Addr, "isro", "ro", 30*time.Second)
+			}
+		case strings.HasPrefix(line, "> "):
+			check()
+			cmd = strings.TrimSuffix(strings.TrimPrefix(line, "> "), "\n")
+		case line != "":
+			want = append(want, line)
+		}
+	}
+	check()
+	if phase != 2 {
+		t.Fatalf("the example has %d phases, want 2", phase)
+	}
+	srvr, err := realzk.FourLetterWord(servers[survivor].Addr, "srvr", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(operationsBlock(t, "srvr=readonly")), "\n") {
+		if !strings.Contains(srvr, "\n"+line+"\n") {
+			t.Errorf("srvr lacks %q:\n%s", line, srvr)
+		}
+	}
+}
+
+// splitCLILine splits a doc command on spaces (the examples quote nothing).
+func splitCLILine(s string) []string { return strings.Fields(s) }

@@ -2,13 +2,19 @@ package server
 
 import (
 	"bytes"
+	"errors"
+	"net"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hutchzk/hutch/internal/faultnet"
 	"github.com/hutchzk/hutch/internal/realzk"
 	"github.com/hutchzk/hutch/wire"
+	"github.com/hutchzk/hutch/zkclient"
 	"github.com/hutchzk/hutch/zkdb"
 )
 
@@ -231,3 +237,81 @@ func TestReadOnlyModeOff(t *testing.T) {
 
 // worldAll is OPEN_ACL_UNSAFE in the wire's terms.
 var worldAll = []wire.ACL{{Perms: wire.PermAll, ID: wire.ID{Scheme: "world", ID: "anyone"}}}
+
+// TestReadOnlyClient: a client that may be served read-only (zkclient's
+// CanBeReadOnly, the Java client's canBeReadOnly) connects to a member
+// cut off from its quorum as ConnectedReadOnly, reads there and gets
+// NOTREADONLY for a write; once a member of the majority is reachable it
+// finds it (isro answers rw), leaves the read-only member and, having had
+// only read-only sessions, starts a new session there, as ClientCnxn does.
+func TestReadOnlyClient(t *testing.T) {
+	network := faultnet.New()
+	nodes := startClusterOn(t, network, 3, 200*time.Millisecond, func(_ uint64, cfg *Config) { cfg.ReadOnlyMode = true })
+	cut := followerOf(nodes, leaderOf(nodes))
+	var others []string
+	var majority string
+	for _, s := range nodes {
+		if s != cut {
+			others = append(others, s.cfg.Raft.RaftAddr)
+			majority = s.Addr().String()
+		}
+	}
+	setup, _ := dial(t, cut.Addr().String(), 10*time.Second)
+	if _, err := setup.Create("/seen", []byte("v"), 0, openACL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := setup.Sync("/"); err != nil {
+		t.Fatal(err)
+	}
+	network.Isolate(cut.cfg.Raft.RaftAddr, others...)
+	waitFor(t, 20*time.Second, "read-only mode", func() bool { return isro(cut) == "ro" })
+
+	var reachMajority atomic.Bool
+	var eventsMu sync.Mutex
+	var states []int32
+	c, err := zkclient.New(zkclient.Config{
+		Servers:        []string{cut.Addr().String(), majority},
+		SessionTimeout: 4 * time.Second,
+		CanBeReadOnly:  true,
+		Dial: func(addr string, timeout time.Duration) (net.Conn, error) {
+			if addr == majority && !reachMajority.Load() {
+				return nil, errors.New("not yet")
+			}
+			return net.DialTimeout("tcp", addr, timeout)
+		},
+		Watcher: func(ev zkclient.Event) {
+			eventsMu.Lock()
+			states = append(states, ev.State)
+			eventsMu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitFor(t, 20*time.Second, "a read-only session", c.ReadOnly)
+	roSession := c.SessionID()
+	if data, _, err := c.Get("/seen", false); err != nil || string(data) != "v" {
+		t.Fatalf("read on the read-only member: %q %v", data, err)
+	}
+	if _, err := c.Create("/w", nil, worldAll, 0, 0); !zkclient.IsCode(err, wire.CodeNotReadOnly) {
+		t.Fatalf("write on the read-only member: %v, want NOTREADONLY", err)
+	}
+
+	reachMajority.Store(true)
+	waitFor(t, 30*time.Second, "the client to move to the majority", func() bool {
+		return c.State() == zkclient.StateConnected && !c.ReadOnly()
+	})
+	if c.SessionID() == roSession {
+		t.Fatal("the read-write session is the read-only one")
+	}
+	if _, err := c.Create("/w", nil, worldAll, 0, 0); err != nil {
+		t.Fatalf("write after finding the majority: %v", err)
+	}
+	eventsMu.Lock()
+	defer eventsMu.Unlock()
+	want := []int32{wire.StateConnectedReadOnly, wire.StateDisconnected, wire.StateSyncConnected}
+	if !slices.Equal(states, want) {
+		t.Fatalf("session events %v, want %v", states, want)
+	}
+}

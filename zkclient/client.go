@@ -35,6 +35,12 @@ type Config struct {
 	Dial func(addr string, timeout time.Duration) (net.Conn, error)
 	// Logger receives connection events at debug level; nil discards them.
 	Logger *slog.Logger
+	// CanBeReadOnly asks servers without a quorum to serve this client
+	// read-only (the Java client's canBeReadOnly): such a connection
+	// reports ConnectedReadOnly, and writes are answered NOTREADONLY. As
+	// the Java client does, a client that has only ever had read-only
+	// servers starts a new session at each connection.
+	CanBeReadOnly bool
 }
 
 // ParseServers splits a zkCli connect string, "host:port[,host:port...]",
@@ -86,6 +92,14 @@ func (s State) String() string {
 	return "UNKNOWN"
 }
 
+// ReadOnly reports whether the client is connected to a server that
+// serves it read-only (the Java client's CONNECTEDREADONLY).
+func (c *Client) ReadOnly() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state == StateConnected && c.readOnly
+}
+
 // Alive reports whether the client can still have a session, as
 // States.isAlive: every state but Closed and AuthFailed.
 func (s State) Alive() bool { return s == StateConnecting || s == StateConnected }
@@ -113,6 +127,12 @@ type Client struct {
 	auths     []wire.AuthPacket
 	watches   watchSet
 	closing   bool
+	// readOnly is set while the live connection is to a read-only
+	// server; seenRW once a read-write server gave the session.
+	readOnly, seenRW bool
+	// rwServer is a read-write server found while connected read-only
+	// (searchRW): the next one to connect to.
+	rwServer string
 }
 
 // New starts connecting to cfg.Servers and returns at once; requests wait
@@ -267,7 +287,13 @@ func (c *Client) loop() {
 		if c.isClosing() {
 			return
 		}
-		if i > 0 {
+		c.mu.Lock()
+		addr, found := c.servers[i%len(c.servers)], c.rwServer != ""
+		if found {
+			addr, c.rwServer = c.rwServer, ""
+		}
+		c.mu.Unlock()
+		if i > 0 && !found {
 			// As the Java client, wait up to a second before each
 			// attempt but the first, so a dead ensemble is not hammered.
 			select {
@@ -276,7 +302,6 @@ func (c *Client) loop() {
 			case <-time.After(time.Duration(rand.Int64N(int64(time.Second)))):
 			}
 		}
-		addr := c.servers[i%len(c.servers)]
 		cn, err := c.connect(addr)
 		if err != nil {
 			c.log.Debug("connect failed", "server", addr, "err", err)
@@ -322,6 +347,12 @@ func (c *Client) connect(addr string) (*conn, error) {
 		Timeout:      int32(c.cfg.SessionTimeout / time.Millisecond),
 		SessionID:    c.sessionID,
 		Passwd:       c.passwd,
+		ReadOnly:     c.cfg.CanBeReadOnly,
+	}
+	if !c.seenRW {
+		// A read-only server's session is its own: ClientCnxn asks for
+		// a new one until a read-write server has given one.
+		req.SessionID = 0
 	}
 	c.mu.Unlock()
 	if req.Passwd == nil {
@@ -351,6 +382,8 @@ func (c *Client) connect(addr string) (*conn, error) {
 		return nil, errors.New("closed")
 	}
 	c.sessionID, c.passwd = resp.SessionID, resp.Passwd
+	c.readOnly = resp.ReadOnly
+	c.seenRW = c.seenRW || !resp.ReadOnly
 	c.timeout = time.Duration(resp.Timeout) * time.Millisecond
 	cn.timeout = c.timeout
 	auths := append([]wire.AuthPacket(nil), c.auths...)
@@ -360,7 +393,11 @@ func (c *Client) connect(addr string) (*conn, error) {
 	}
 	c.mu.Unlock()
 	c.log.Debug("connected", "server", addr, "session", fmt.Sprintf("0x%x", resp.SessionID), "timeout", cn.timeout)
-	c.events.push(Event{Type: wire.EventNone, State: wire.StateSyncConnected})
+	state := wire.StateSyncConnected
+	if resp.ReadOnly {
+		state = wire.StateConnectedReadOnly
+	}
+	c.events.push(Event{Type: wire.EventNone, State: state})
 
 	go cn.readLoop()
 	for i := range auths {
@@ -378,6 +415,9 @@ func (c *Client) connect(addr string) (*conn, error) {
 	}
 	c.conn = cn
 	c.setStateLocked(StateConnected)
+	if resp.ReadOnly && len(c.servers) > 1 {
+		go c.searchRW(cn, addr)
+	}
 	return cn, nil
 }
 
