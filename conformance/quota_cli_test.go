@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hutchzk/hutch/internal/realzk"
 )
@@ -178,4 +179,45 @@ func TestQuotaCLI(t *testing.T) {
 			strings.Join(warnings["zookeeper"], "\n  "), strings.Join(warnings["hutch"], "\n  "))
 	}
 	t.Logf("warnings both logged:\n  %s", strings.Join(warnings["hutch"], "\n  "))
+}
+
+// TestQuotaDocExample runs the worked example of docs/operations.md's
+// Quotas section as it is written there: each "> command" through hutch
+// cli against hutch --enforce-quota, its output compared with the lines
+// below it; then the warnings the doc says the server logged must be in
+// its log.
+func TestQuotaDocExample(t *testing.T) {
+	srv := realzk.StartHutchBinary(t, realzk.BuildHutch(t), "--enforce-quota")
+	var cmd string
+	var want []string
+	check := func() {
+		t.Helper()
+		if cmd == "" {
+			return
+		}
+		res := runCLI(t, hutchCLI(t, append([]string{"-server", srv.Addr}, splitCLILine(cmd)...)...), "")
+		if exp := strings.Join(want, ""); res.out != exp {
+			t.Errorf("> %s\nprinted:\n%s\nthe doc says:\n%s", cmd, res.out, exp)
+		}
+	}
+	for _, line := range strings.SplitAfter(operationsBlock(t, "cli=quota"), "\n") {
+		if c, ok := strings.CutPrefix(line, "> "); ok {
+			check()
+			cmd, want = strings.TrimSuffix(c, "\n"), nil
+			continue
+		}
+		if line != "" {
+			want = append(want, line)
+		}
+	}
+	check()
+	for _, w := range strings.Split(strings.TrimSpace(operationsBlock(t, "log=quota")), "\n") {
+		deadline := time.Now().Add(commandTimeout)
+		for !strings.Contains(srv.LogTail(1<<20), `level=WARN msg="`+w+`"`) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the server did not log %q:\n%s", w, srv.LogTail(4096))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 }

@@ -291,18 +291,7 @@ func TestReadOnlyModeSideBySide(t *testing.T) {
 	if zk == nil || hutch == nil {
 		return
 	}
-	for i := range max(len(zk), len(hutch)) {
-		var z, h string
-		if i < len(zk) {
-			z = zk[i]
-		}
-		if i < len(hutch) {
-			h = hutch[i]
-		}
-		if z != h {
-			t.Errorf("line %d:\n  zookeeper: %s\n  hutch:     %s", i+1, z, h)
-		}
-	}
+	compareTranscripts(t.Errorf, "zookeeper", zk, "hutch", hutch)
 	t.Logf("transcript:\n  %s", strings.Join(hutch, "\n  "))
 }
 
