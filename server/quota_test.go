@@ -97,3 +97,42 @@ func TestEnforceQuota(t *testing.T) {
 		}
 	}
 }
+
+// TestQuotaAcrossRestart: the stats are part of the replicated state, so a
+// member restarted from its log has them as they were, and goes on
+// counting and enforcing (which paths have quotas is rebuilt from the
+// zookeeper_limits nodes).
+func TestQuotaAcrossRestart(t *testing.T) {
+	d := startDurable(t, 1, nil, "", DefaultTickTime, func(_ uint64, cfg *Config) { cfg.EnforceQuota = true })
+	addr := d.cfgs[0].ListenAddr
+	c, _ := dial(t, addr, 10*time.Second)
+	for _, n := range []struct{ path, data string }{
+		{"/a", "12"}, {"/zookeeper/quota/a", ""},
+		{"/zookeeper/quota/a/zookeeper_limits", "count=-1,bytes=-1=;byteHardLimit=-1;countHardLimit=3"},
+		{"/zookeeper/quota/a/zookeeper_stats", "count=0,bytes=0"}, {"/a/b", "345"},
+	} {
+		if _, err := c.Create(n.path, []byte(n.data), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	d.stop(0)
+	if err := d.start(0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "leadership", func() bool { return d.leader() != nil })
+	c, _ = dial(t, addr, 10*time.Second)
+	stats, _, err := c.Get("/zookeeper/quota/a/zookeeper_stats")
+	if err != nil || string(stats) != "count=2,bytes=5" {
+		t.Fatalf("stats after restart: %q %v", stats, err)
+	}
+	if _, err := c.Create("/a/c", []byte("6"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create("/a/d", nil, 0, zk.WorldACL(zk.PermAll)); err == nil || err.Error() != "unknown error: -125" {
+		t.Fatalf("create past the hard count after restart: %v, want QUOTAEXCEEDED", err)
+	}
+	if stats, _, _ = c.Get("/zookeeper/quota/a/zookeeper_stats"); string(stats) != "count=3,bytes=6" {
+		t.Fatalf("stats: %q", stats)
+	}
+}
