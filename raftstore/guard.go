@@ -180,11 +180,18 @@ func checkLogEntry(index uint64, l *raft.Log) error {
 }
 
 func (g guardedLogs) StoreLog(l *raft.Log) error {
-	return g.s.storeFailed(fmt.Sprintf("appending log entry %d", l.Index), g.LogStore.StoreLog(l))
+	return g.StoreLogs([]*raft.Log{l})
 }
 
 func (g guardedLogs) StoreLogs(ls []*raft.Log) error {
 	err := g.LogStore.StoreLogs(ls)
+	if err == nil {
+		var n int64
+		for _, l := range ls {
+			n += int64(len(l.Data))
+		}
+		g.s.appended.Add(n)
+	}
 	if err != nil && len(ls) > 0 {
 		return g.s.storeFailed(fmt.Sprintf("appending log entries %d-%d", ls[0].Index, ls[len(ls)-1].Index), err)
 	}

@@ -297,6 +297,9 @@ type Store struct {
 	// (guard.go): Raft's shutdown then never completes, and Close does
 	// not wait for it.
 	parked atomic.Bool
+	// appended counts the bytes of entries' data this member appended to
+	// its log (log_appended_bytes).
+	appended atomic.Int64
 	// notices reads the log for commit notices through a guard that
 	// returns its failures rather than parking.
 	noticeLogs raft.LogStore
@@ -705,6 +708,7 @@ func (s *Store) Stats() map[string]string {
 	st["node_id"] = strconv.FormatUint(s.cfg.NodeID, 10)
 	st["log_store"] = s.logStore.kind
 	st["log_bytes"] = strconv.FormatInt(s.logStore.bytes(), 10)
+	st["log_appended_bytes"] = strconv.FormatInt(s.appended.Load(), 10)
 	st["raft_addr"] = s.addr
 	st["fsm_applied_index"] = strconv.FormatUint(s.db.Applied(), 10)
 	if err := s.Halted(); err != nil {

@@ -51,10 +51,13 @@ func (k sink) Applied(e *zkdb.Effects) {
 	}
 	if p != nil {
 		p.committed, p.err = true, e.Result.Err
-		if errors.Is(p.err, zkdb.ErrSessionMoved) || errors.Is(p.err, zkdb.ErrOutOfOrder) {
+		if errors.Is(p.err, zkdb.ErrSessionMoved) || errors.Is(p.err, zkdb.ErrOutOfOrder) || errors.Is(p.err, tree.ErrACLChanged) {
 			// The connection no longer speaks for its session, or lost
 			// a write it sent earlier: ZooKeeper drops it without a
-			// reply, and the client re-attaches wherever it can.
+			// reply, and the client re-attaches wherever it can. A write
+			// prepared against an ACL that changed before it applied
+			// did not happen either; its client sees the same, and
+			// retries against the new ACL.
 			if p.conn != nil {
 				s.log.Info("dropping connection: write refused", "session", e.Command.Txn.Session, "err", p.err)
 				p.conn.out.abort()

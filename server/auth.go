@@ -36,11 +36,12 @@ func (c *conn) authenticate(h wire.RequestHeader) bool {
 	}
 	if len(added) == 0 {
 		c.srv.log.Warn("authentication failed", "scheme", r.Scheme, "session", c.sessionID.Load(), "ip", c.ip)
+	}
+	if len(added) == 0 || !c.addIdentities(added) {
 		c.srv.stats.authFailed.Add(1)
 		c.reply(h.Xid, 0, errAuthFailed, nil)
 		return false
 	}
-	c.addIdentities(added)
 	c.reply(h.Xid, 0, nil, nil)
 	return true
 }

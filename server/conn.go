@@ -139,19 +139,44 @@ func (c *conn) badBody(h wire.RequestHeader) bool {
 
 func (c *conn) lastZxid() int64 { return c.srv.db.LastZxid() }
 
+// Bounds on a connection's identities. ZooKeeper bounds them only by the
+// packet size, and hutch used to send them with every write; they still
+// cost memory on every read's ACL check and in what a write with an
+// "auth" ACL carries. Past a bound, addAuth (or a SASL login) fails with
+// AUTHFAILED and the connection is closed, as a failed addAuth is. A
+// client adds a few at most: digest names are short, and a certificate or
+// SASL login adds one.
+const (
+	maxIdentities     = 16
+	maxIdentityBytes  = 16 << 10
+	identityOverheads = 16 // per identity, for its two strings
+)
+
 // addIdentities adds ids the connection does not have yet, in ZooKeeper's
-// order.
-func (c *conn) addIdentities(added []wire.ID) {
+// order. It reports false, adding none, when they would take the
+// connection past maxIdentities or maxIdentityBytes.
+func (c *conn) addIdentities(added []wire.ID) bool {
 	current := c.identities()
 	auth := make([]wire.ID, 0, len(current)+len(added))
 	auth = append(auth, current...)
+	size := 0
 	for _, id := range added {
 		if !containsID(auth, id) {
 			auth = append(auth, id)
 		}
 	}
+	for _, id := range auth {
+		size += len(id.Scheme) + len(id.ID) + identityOverheads
+	}
+	if len(auth) > maxIdentities || size > maxIdentityBytes {
+		c.srv.log.Warn("authentication refused: the connection would hold too many identities",
+			"identities", len(auth), "bytes", size, "max", maxIdentities, "max_bytes", maxIdentityBytes,
+			"session", c.sessionID.Load(), "ip", c.ip)
+		return false
+	}
 	javaSetOrder(auth)
 	c.auth.Store(&auth)
+	return true
 }
 
 // javaSetOrder puts identities in the order ZooKeeper iterates them: its

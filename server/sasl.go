@@ -49,7 +49,11 @@ func (c *conn) saslStep(h wire.RequestHeader) bool {
 	if c.sasl.Done() {
 		id := c.sasl.AuthorizationID()
 		c.srv.log.Info("sasl authenticated", "session", c.sessionID.Load(), "ip", c.ip, "id", id)
-		c.addIdentities([]wire.ID{{Scheme: "sasl", ID: id}})
+		if !c.addIdentities([]wire.ID{{Scheme: "sasl", ID: id}}) {
+			c.srv.stats.authFailed.Add(1)
+			c.sendSASL(h.Xid, wire.CodeAuthFailed, nil)
+			return false
+		}
 	}
 	c.sendSASL(h.Xid, wire.CodeOK, answer)
 	return true

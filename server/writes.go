@@ -30,7 +30,7 @@ func (c *conn) decodeWrite(h wire.RequestHeader) (tree.Request, bool) {
 func (c *conn) propose(h wire.RequestHeader, req tree.Request, size int) bool {
 	p := &proposal{
 		cmd: zkdb.Command{Conn: c.id, Order: c.nextOrder(), Kind: zkdb.KindTxn,
-			Txn: tree.Txn{Session: c.sessionID.Load(), Auth: c.identities(), Op: h.Type, Req: req}},
+			Txn: c.prepare(h.Type, req)},
 		conn:    c,
 		xid:     h.Xid,
 		req:     c.cur,
@@ -43,6 +43,22 @@ func (c *conn) propose(h wire.RequestHeader, req tree.Request, size int) bool {
 	c.srv.stats.proposed(size)
 	c.lastWrite = p
 	return true
+}
+
+// prepare makes the transaction of a write: its ACL checks decided here,
+// against this member's tree, as grants (tree.Grants), so the command
+// carries those and not the connection's identities; only a write whose
+// ACL has an "auth" entry, which expands to the identities where it
+// applies, carries them.
+func (c *conn) prepare(op wire.OpCode, req tree.Request) tree.Txn {
+	txn := tree.Txn{Session: c.sessionID.Load(), Op: op, Req: req}
+	auth := c.identities()
+	if tree.NeedsIdentities(op, req) {
+		txn.Auth = auth
+		return txn
+	}
+	c.srv.db.Read(func(v *zkdb.View) { txn.Grants = v.Tree.PrepareGrants(op, req, auth) })
+	return txn
 }
 
 // replyWrite queues the reply of an applied write. It runs under the DB

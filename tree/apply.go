@@ -13,10 +13,16 @@ import (
 // it is then, so every replica computes the same Result.
 type Txn struct {
 	Zxid    int64
-	Time    int64     // ms since the epoch, assigned by the leader
-	Session int64     // issuing session; ephemeralOwner of ephemerals it creates
-	Auth    []wire.ID // identities of the issuing connection; a "super" id bypasses ACL checks
-	Op      wire.OpCode
+	Time    int64 // ms since the epoch, assigned by the leader
+	Session int64 // issuing session; ephemeralOwner of ephemerals it creates
+	// Auth holds the issuing connection's identities (a "super" id
+	// bypasses ACL checks) when Grants is nil: writes from before grants,
+	// the server's own, and those whose ACL has an "auth" entry.
+	Auth []wire.ID
+	// Grants, when set, decides the write's ACL checks instead of Auth
+	// (grants.go).
+	Grants *Grants
+	Op     wire.OpCode
 	// Req by Op: OpCreate, OpCreate2, OpCreateContainer *wire.CreateRequest;
 	// OpCreateTTL *wire.CreateTTLRequest; OpDelete *wire.DeleteRequest;
 	// OpSetData *wire.SetDataRequest; OpSetACL *wire.SetACLRequest;
@@ -112,12 +118,22 @@ type OpResult struct {
 type ctx struct {
 	zxid, time, session int64
 	auth                []wire.ID
+	grants              *Grants // when set, decides the ACL checks (grants.go)
 	events              []Event
 	quota               []quota.Exceeded
 	// quotaBase, inside a multi (inMulti), holds each quota's usage as it
 	// was before the multi changed it: every op is checked against that.
 	inMulti   bool
 	quotaBase map[string]quota.Stats
+}
+
+// checkACL checks perm under acl for the transaction: by its grants, or
+// by its identities.
+func (c *ctx) checkACL(acl []wire.ACL, perm int32) error {
+	if c.grants != nil {
+		return c.grants.check(acl, perm)
+	}
+	return checkACL(acl, perm, c.auth)
 }
 
 // Apply applies one transaction. It records txn.Zxid as LastZxid (keeping the
@@ -128,7 +144,7 @@ func (t *Tree) Apply(txn *Txn) Result {
 	if txn.Zxid > t.lastZxid {
 		t.lastZxid = txn.Zxid
 	}
-	c := &ctx{zxid: txn.Zxid, time: txn.Time, session: txn.Session, auth: txn.Auth}
+	c := &ctx{zxid: txn.Zxid, time: txn.Time, session: txn.Session, auth: txn.Auth, grants: txn.Grants}
 	var res Result
 	switch txn.Op {
 	case wire.OpMulti:
@@ -268,7 +284,7 @@ func (t *Tree) create(c *ctx, op wire.OpCode, path string, data []byte, acl []wi
 	if parent == nil {
 		return nil, ErrNoNode
 	}
-	if err := checkACL(parent.acl, wire.PermCreate, c.auth); err != nil {
+	if err := c.checkACL(parent.acl, wire.PermCreate); err != nil {
 		return nil, err
 	}
 	if mode.sequential {
@@ -341,7 +357,7 @@ func (t *Tree) delete(c *ctx, path string, version int32) error {
 	if parent == nil {
 		return ErrNoNode
 	}
-	if err := checkACL(parent.acl, wire.PermDelete, c.auth); err != nil {
+	if err := c.checkACL(parent.acl, wire.PermDelete); err != nil {
 		return err
 	}
 	n := t.lookup(path)
@@ -382,7 +398,7 @@ func (t *Tree) setData(c *ctx, path string, data []byte, version int32) (*wire.S
 	if n == nil {
 		return nil, ErrNoNode
 	}
-	if err := checkACL(n.acl, wire.PermWrite, c.auth); err != nil {
+	if err := c.checkACL(n.acl, wire.PermWrite); err != nil {
 		return nil, err
 	}
 	bytesDiff := int64(len(data) - len(n.data))
@@ -421,7 +437,7 @@ func (t *Tree) setACL(c *ctx, path string, acl []wire.ACL, version int32) (*wire
 	if n == nil {
 		return nil, ErrNoNode
 	}
-	if err := checkACL(n.acl, wire.PermAdmin, c.auth); err != nil {
+	if err := c.checkACL(n.acl, wire.PermAdmin); err != nil {
 		return nil, err
 	}
 	if version != -1 && version != n.st.aversion {
@@ -443,7 +459,7 @@ func (t *Tree) check(c *ctx, path string, version int32) error {
 	if n == nil {
 		return ErrNoNode
 	}
-	if err := checkACL(n.acl, wire.PermRead, c.auth); err != nil {
+	if err := c.checkACL(n.acl, wire.PermRead); err != nil {
 		return err
 	}
 	if version != -1 && version != n.st.version {

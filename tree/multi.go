@@ -86,12 +86,13 @@ func (t *Tree) applyMulti(c *ctx, req *MultiRequest) Result {
 	results := make([]OpResult, len(ops))
 	for i, op := range ops {
 		resp, err := t.applyOp(c, op.Op, op.Req)
-		if err == ErrMarshallingError {
+		if err == ErrMarshallingError || err == ErrACLChanged {
 			// Limits or stats that do not parse throw in ZooKeeper's
 			// prep, outside the per-op error handling: the whole multi
-			// becomes an error txn, answered with no results.
+			// becomes an error txn, answered with no results. A changed
+			// ACL refuses the whole multi too (grants.go).
 			t.rollback(log)
-			return Result{Err: ErrMarshallingError, Quota: c.quota}
+			return Result{Err: err, Quota: c.quota}
 		}
 		if err != nil {
 			t.rollback(log)

@@ -17,10 +17,14 @@ import (
 //	                                       the commit index to followers)
 //	         | 0x53 varint(time) commands u32le(crc)
 //	         | 0x02 varint(time) commands  (before checksums: still read)
-//	commands = uvarint(count) command*
+//	commands = 0x00 0x03 uvarint(count) command*   (layout 3)
+//	         | uvarint(count) command*             (layout 2: still read)
 //	command  = uvarint(origin) uvarint(seq) varint(conn) uvarint(order)
 //	           byte(kind) uvarint(term) varint(session) varint(timeout)
-//	           uvarint(nauth) (str(scheme) str(id))* varint(op) body
+//	           uvarint(nauth) (str(scheme) str(id))* grants varint(op) body
+//	grants   = 0x00 (none: the checks use the identities)  (layout 3 only)
+//	         | 0x01 uvarint(n) (digest[16] varint(perms))*
+//	         | 0x02 (super)
 //	body     = uvarint(0) for no request | uvarint(len+1) jute(request)
 //	           (for kind 3, KindReconfig, the request is an Outcome)
 //	str      = uvarint(len) bytes
@@ -32,6 +36,10 @@ import (
 // member's disk is caught there, whatever the log store checks itself.
 // The checked tag is three bits away from the unchecked ones, so that no
 // single flipped bit turns a checked entry into one read unchecked.
+//
+// A count is never 0 in a batch, so a commands part beginning with 0x00
+// says which layout follows; layout 3 added each command's ACL grants
+// (tree.Grants), which replace the identities on most writes.
 //
 // The commands part is what a follower forwards to the leader; the leader
 // puts the entry's header, with its own clock's time, in front. Bodies are
@@ -61,10 +69,24 @@ const minCommandSize = 11
 
 var encoderPool = sync.Pool{New: func() any { return new(wire.Encoder) }}
 
-// AppendCommands appends the encoding of cmds to dst.
+// The commands layouts (see the layout above).
+const (
+	layoutMarker byte = 0
+	layoutGrants byte = 3
+)
+
+// Grants' tags in layout 3.
+const (
+	grantsNone  byte = 0
+	grantsList  byte = 1
+	grantsSuper byte = 2
+)
+
+// AppendCommands appends the encoding of cmds to dst, in layout 3.
 func AppendCommands(dst []byte, cmds []Command) ([]byte, error) {
 	e := encoderPool.Get().(*wire.Encoder)
 	defer encoderPool.Put(e)
+	dst = append(dst, layoutMarker, layoutGrants)
 	dst = binary.AppendUvarint(dst, uint64(len(cmds)))
 	for i := range cmds {
 		c := &cmds[i]
@@ -81,6 +103,7 @@ func AppendCommands(dst []byte, cmds []Command) ([]byte, error) {
 			dst = appendStr(dst, id.Scheme)
 			dst = appendStr(dst, id.ID)
 		}
+		dst = appendGrants(dst, c.Txn.Grants)
 		dst = binary.AppendVarint(dst, int64(c.Txn.Op))
 		if c.Txn.Req == nil {
 			dst = binary.AppendUvarint(dst, 0)
@@ -133,6 +156,22 @@ func checkedBody(b []byte) ([]byte, error) {
 	return b[1:n], nil
 }
 
+func appendGrants(dst []byte, g *tree.Grants) []byte {
+	switch {
+	case g == nil:
+		return append(dst, grantsNone)
+	case g.Super:
+		return append(dst, grantsSuper)
+	}
+	dst = append(dst, grantsList)
+	dst = binary.AppendUvarint(dst, uint64(len(g.Entries)))
+	for _, e := range g.Entries {
+		dst = append(dst, e.ACL[:]...)
+		dst = binary.AppendVarint(dst, int64(e.Perms))
+	}
+	return dst
+}
+
 func appendStr(dst []byte, s string) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(s)))
 	return append(dst, s...)
@@ -183,6 +222,14 @@ func CheckCommands(b []byte) error {
 // decodeCommands decodes a batch; KindReconfig commands only when
 // withReconfig is set.
 func decodeCommands(r *reader, withReconfig bool) ([]Command, error) {
+	grants := false
+	if len(r.b) > 0 && r.b[0] == layoutMarker {
+		r.byte()
+		if r.byte() != layoutGrants {
+			return nil, fmt.Errorf("%w: unknown commands layout", ErrCorrupt)
+		}
+		grants = true
+	}
 	n := r.count(minCommandSize)
 	if r.bad {
 		return nil, ErrCorrupt
@@ -208,6 +255,9 @@ func decodeCommands(r *reader, withReconfig bool) ([]Command, error) {
 				c.Txn.Auth[j] = wire.ID{Scheme: r.str(), ID: r.str()}
 			}
 		}
+		if grants {
+			c.Txn.Grants = r.grants()
+		}
 		c.Txn.Op, c.Txn.Req = r.request(c.Kind)
 		if r.bad || (c.Kind != KindTxn && c.Kind != KindAttach && (c.Kind != KindReconfig || !withReconfig)) {
 			return nil, ErrCorrupt
@@ -217,6 +267,31 @@ func decodeCommands(r *reader, withReconfig bool) ([]Command, error) {
 		return nil, ErrCorrupt
 	}
 	return cmds, nil
+}
+
+// grants reads a command's grants (layout 3).
+func (r *reader) grants() *tree.Grants {
+	switch r.byte() {
+	case grantsNone:
+		return nil
+	case grantsSuper:
+		return &tree.Grants{Super: true}
+	case grantsList:
+	default:
+		r.bad = true
+		return nil
+	}
+	n := r.count(uint64(len(tree.ACLDigest{})) + 1)
+	g := &tree.Grants{Entries: make([]tree.Grant, n)}
+	for i := range g.Entries {
+		copy(g.Entries[i].ACL[:], r.take(uint64(len(tree.ACLDigest{}))))
+		perms := r.varint()
+		if perms < -1<<31 || perms >= 1<<31 {
+			r.bad = true
+		}
+		g.Entries[i].Perms = int32(perms)
+	}
+	return g
 }
 
 // reader walks encoded bytes. Every read is bounds-checked; the first
