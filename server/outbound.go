@@ -13,23 +13,78 @@ type encodable interface {
 	Encode(e *wire.Encoder)
 }
 
-// maxOutbound bounds the replies queued for one slow reader; past it the
-// connection is closed rather than letting one client exhaust memory.
-const maxOutbound = 64 << 20
+// A client that does not read its replies must not cost more than about
+// one reply's worth of memory. The reader stops reading the client's
+// requests while more than queueHigh bytes of replies wait to be written
+// (back-pressure: the client's own sends then block in TCP), and goes on
+// once the writer has them below queueHigh again; a client that stays
+// behind for its session timeout is disconnected (a ZooKeeper client that
+// cannot read its pings times out the same way). What the reader cannot
+// hold back (watch notifications, replies to writes already sent) is
+// capped at maxOutbound, past which the connection is closed. Issue 26
+// saw 20 clients that never read take a server to 2.83 GB, and keep it
+// there after they left: a 64 MiB queue each, read on regardless.
+const (
+	queueHigh   = 256 << 10
+	maxOutbound = 8 << 20
+	// retainBuffer is the largest buffer the writer keeps for the next
+	// batch: a larger one, grown by a burst, goes back to the heap.
+	retainBuffer = 256 << 10
+)
 
 // outbound gathers frames for one connection and hands them to its writer
 // goroutine, so every wake-up becomes one write system call however many
 // replies and notifications piled up meanwhile.
 type outbound struct {
-	mu         sync.Mutex   // guards pending, closed, closeAfter
+	mu         sync.Mutex   // guards pending, inFlight, closed, closeAfter
 	pending    wire.Encoder // frames not yet handed to the writer
+	inFlight   int          // bytes the writer is writing now
 	closed     bool         // no more frames are accepted
 	closeAfter bool         // close the socket once pending is flushed
 	wake       chan struct{}
+	// drained gets a token whenever the writer finishes a write, for a
+	// reader held back by waitRoom.
+	drained chan struct{}
+	done    chan struct{} // closed when the writer returns
 }
 
 func newOutbound() *outbound {
-	return &outbound{wake: make(chan struct{}, 1)}
+	return &outbound{wake: make(chan struct{}, 1), drained: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// queued is how many bytes of replies wait for the client; mu is held.
+func (o *outbound) queuedLocked() int { return o.pending.Len() + o.inFlight }
+
+// waitRoom returns once fewer than queueHigh bytes of replies wait for
+// the client (true at once, normally), or false when the connection
+// closed or the client has not let them drain within limit.
+func (o *outbound) waitRoom(limit time.Duration) bool {
+	var timer *time.Timer
+	for {
+		o.mu.Lock()
+		queued, closed := o.queuedLocked(), o.closed
+		o.mu.Unlock()
+		switch {
+		case closed:
+			return false
+		case queued < queueHigh:
+			if timer != nil {
+				timer.Stop()
+			}
+			return true
+		}
+		if timer == nil {
+			timer = time.NewTimer(limit)
+		}
+		select {
+		case <-o.drained:
+		case <-o.done:
+			timer.Stop()
+			return false
+		case <-timer.C:
+			return false
+		}
+	}
 }
 
 // send queues one frame: a reply header and an optional body. It reports
@@ -46,7 +101,7 @@ func (o *outbound) send(h wire.ReplyHeader, body encodable) bool {
 		body.Encode(&o.pending)
 	}
 	o.pending.EndFrame(at)
-	overflow := o.pending.Len() > maxOutbound
+	overflow := o.queuedLocked() > maxOutbound
 	if overflow {
 		o.closed = true
 	}
@@ -96,12 +151,14 @@ func (o *outbound) signal() {
 // fails; it then closes the socket, which also ends the reader.
 func (o *outbound) writeLoop(nc net.Conn, writeTimeout time.Duration, sent func(n int)) {
 	var spare wire.Encoder
+	defer close(o.done)
 	defer nc.Close()
 	for range o.wake {
 		o.mu.Lock()
 		closed, closeAfter := o.closed, o.closeAfter
 		if !closed {
 			o.pending, spare = spare, o.pending
+			o.inFlight = spare.Len()
 		}
 		o.mu.Unlock()
 		if closed {
@@ -113,7 +170,18 @@ func (o *outbound) writeLoop(nc net.Conn, writeTimeout time.Duration, sent func(
 			}
 			n, err := nc.Write(spare.Bytes())
 			sent(n)
-			spare.Reset()
+			if cap(spare.Bytes()) > retainBuffer {
+				spare = wire.Encoder{} // a burst's buffer goes back to the heap
+			} else {
+				spare.Reset()
+			}
+			o.mu.Lock()
+			o.inFlight = 0
+			o.mu.Unlock()
+			select {
+			case o.drained <- struct{}{}:
+			default:
+			}
 			if err != nil {
 				o.abort()
 				return

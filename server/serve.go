@@ -64,6 +64,18 @@ func (c *conn) serve() {
 	}
 	_ = c.nc.SetReadDeadline(time.Time{})
 	for {
+		// Back-pressure: no next request while the client has not read
+		// the replies already queued (outbound.go).
+		if patience := c.readerPatience(); !c.out.waitRoom(patience) {
+			if c.out.abort() {
+				s.log.Warn("closing connection: the client has not read its replies", "for", patience,
+					"session", c.sessionID.Load(), "ip", c.ip)
+			}
+			return
+		}
+		if cap(frame) > retainBuffer {
+			frame = nil // a large request's buffer goes back to the heap
+		}
 		frame, err = wire.ReadFrame(br, s.cfg.MaxFrameSize, frame)
 		if err != nil {
 			c.logReadError("request", err)
@@ -79,6 +91,16 @@ func (c *conn) serve() {
 			return
 		}
 	}
+}
+
+// readerPatience is how long a client may leave its replies unread before
+// it is disconnected: its session timeout, in which its own pings would
+// go unanswered too.
+func (c *conn) readerPatience() time.Duration {
+	if t := time.Duration(c.timeout.Load()); t > 0 {
+		return t
+	}
+	return c.srv.cfg.MaxSessionTimeout
 }
 
 func (c *conn) logReadError(stage string, err error) {
