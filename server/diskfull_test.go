@@ -65,7 +65,11 @@ func TestMemberThatCannotPersistLeaves(t *testing.T) {
 			if _, _, _, err := r.GetW("/balance"); err != nil {
 				t.Fatal(err)
 			}
-			if err := disks[target].Fill(); err != nil {
+			fill := disks[target].Fill
+			if tc.failSync {
+				fill = disks[target].FailSyncs
+			}
+			if err := fill(); err != nil {
 				t.Fatal(err)
 			}
 

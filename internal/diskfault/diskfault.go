@@ -32,8 +32,8 @@ type Disk struct {
 	loop string // the loop device, "" for a plain tmpfs
 	img  string // the loop device's image, in back
 
-	mu     sync.Mutex // guards filled
-	filled bool
+	mu      sync.Mutex // guards fillers
+	fillers []string   // files Fill and FailSyncs wrote
 }
 
 // unavailable skips the test, or fails it under CI=true, where a disk
@@ -149,15 +149,29 @@ func (d *Disk) unmount() error {
 	return errors.Join(errs...)
 }
 
-// Fill fills the disk's tmpfs: a full disk refuses writes from now on, a
-// failing one fails its next fsync.
-func (d *Disk) Fill() error {
+// Fill fills the filesystem at Dir: every write that needs a new block
+// fails with ENOSPC from now on, until Free.
+func (d *Disk) Fill() error { return d.fill(filepath.Join(d.Dir, ".diskfault-filler")) }
+
+// FailSyncs fills the tmpfs behind a FailingSync disk: writes still land
+// in the page cache, and the next fsync fails (EIO, or ENOSPC where ext4
+// knows why), after which ext4 refuses every write. Free does not heal
+// it; Reset does.
+func (d *Disk) FailSyncs() error {
+	if d.loop == "" {
+		return errors.New("diskfault: only a FailingSync disk can fail its syncs")
+	}
+	return d.fill(filepath.Join(d.back, "filler"))
+}
+
+// fill writes path until its filesystem is full.
+func (d *Disk) fill(path string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	f, err := os.OpenFile(filepath.Join(d.back, "filler"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	d.fillers = append(d.fillers, path)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		if errors.Is(err, syscall.ENOSPC) {
-			d.filled = true
 			return nil
 		}
 		return err
@@ -172,7 +186,7 @@ func (d *Disk) Fill() error {
 			return err
 		}
 	}
-	// Smaller writes take the last partial pages.
+	// Smaller writes take the last partial blocks.
 	for _, n := range []int{4096, 512, 1} {
 		for {
 			if _, err := f.Write(buf[:n]); err != nil {
@@ -180,20 +194,22 @@ func (d *Disk) Fill() error {
 			}
 		}
 	}
-	d.filled = true
 	return nil
 }
 
-// Free removes what Fill wrote, so a full disk takes writes again.
+// Free removes what Fill and FailSyncs wrote, so a full disk takes
+// writes again.
 func (d *Disk) Free() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.filled = false
-	err := os.Remove(filepath.Join(d.back, "filler"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+	var errs []error
+	for _, p := range d.fillers {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
 	}
-	return err
+	d.fillers = nil
+	return errors.Join(errs...)
 }
 
 // Reset frees the disk and, for a failing one, replaces its filesystem
@@ -218,11 +234,4 @@ func (d *Disk) Reset() error {
 		return err
 	}
 	return d.format(size)
-}
-
-// Filled reports whether Fill was called since the last Free.
-func (d *Disk) Filled() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.filled
 }

@@ -43,9 +43,9 @@ func TestFull(t *testing.T) {
 func TestFailingSync(t *testing.T) {
 	d := FailingSync(t, 8<<20, 64<<20)
 	if err := writeSync(d.Dir, "before", 1<<20); err != nil {
-		t.Fatalf("before Fill: %v", err)
+		t.Fatalf("before FailSyncs: %v", err)
 	}
-	if err := d.Fill(); err != nil {
+	if err := d.FailSyncs(); err != nil {
 		t.Fatal(err)
 	}
 	// The filesystem still has room: the write lands in the page cache,
@@ -70,5 +70,22 @@ func TestFailingSync(t *testing.T) {
 	}
 	if err := writeSync(d.Dir, "after", 1<<20); err != nil {
 		t.Fatalf("after Reset: %v", err)
+	}
+}
+
+// TestFailingSyncDiskFills: a FailingSync disk can also just fill up.
+func TestFailingSyncDiskFills(t *testing.T) {
+	d := FailingSync(t, 16<<20, 8<<20)
+	if err := d.Fill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeSync(d.Dir, "full", 64<<10); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("on the full filesystem: %v, want ENOSPC", err)
+	}
+	if err := d.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeSync(d.Dir, "after", 64<<10); err != nil {
+		t.Fatalf("after Free: %v", err)
 	}
 }
