@@ -250,17 +250,24 @@ func (p *pipe) fail(err error) {
 		return
 	}
 	p.broken = err
-	calls := p.calls
+	// Whether each frame left is read here, under mu: the writer may
+	// still correct it for a write that failed short of a frame, and a
+	// frame it has not corrected yet is answered as of unknown outcome,
+	// the safe side.
+	answers := make(map[*pipeCall]pipeResult, len(p.calls))
+	for _, pc := range p.calls {
+		if pc.sent {
+			answers[pc] = pipeResult{err: fmt.Errorf("connection to the leader lost with the frame unanswered: %w", err)}
+		} else {
+			answers[pc] = pipeResult{err: errNotSent{err}}
+		}
+	}
 	p.calls = nil
 	close(p.done)
 	p.mu.Unlock()
 	p.c.Close()
-	for _, pc := range calls {
-		if pc.sent {
-			pc.res <- pipeResult{err: fmt.Errorf("connection to the leader lost with the frame unanswered: %w", err)}
-		} else {
-			pc.res <- pipeResult{err: errNotSent{err}}
-		}
+	for pc, res := range answers {
+		pc.res <- res
 	}
 	p.s.dropPipe(p)
 }
