@@ -77,11 +77,13 @@ func TestViewEscapes(t *testing.T) {
 
 	hostile := []string{parent, seq, parent + "/q", "/\xff\xfe<script>", `"><svg onload=alert(4)>`}
 	var pages []string
-	for _, p := range []string{"tree", "sessions", "watches", "locks", "ensemble", "trace"} {
-		pages = append(pages, "/ui/"+p)
+	for _, p := range []string{"tree", "sessions", "watches", "locks", "ensemble", "trace", "sequence"} {
+		pages = append(pages, "/ui/"+p, "/ui/"+p+"?at=start", "/ui/"+p+"?at=3&rpath="+url.QueryEscape(parent))
 		for _, v := range hostile {
-			for _, param := range []string{"path", "find", "prefix", "session", "format", "after", "by"} {
+			for _, param := range []string{"path", "find", "prefix", "session", "format", "after", "by", "rpath", "parent", "last"} {
 				pages = append(pages, "/ui/"+p+"?"+url.Values{param: {v}}.Encode())
+				// The same in a replay: the header's links carry them.
+				pages = append(pages, "/ui/"+p+"?"+url.Values{param: {v}, "at": {"4"}}.Encode())
 			}
 		}
 	}

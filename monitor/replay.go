@@ -123,31 +123,35 @@ func (q *uiRequest) startReplay() error {
 	if st := h.Stats(); st.Events > 0 {
 		p.Oldest = st.FirstTime
 	}
-	steps, last := h.Scan(0, func(e *trace.Event) bool { return isStep(e, p.Scope) })
-	p.Steps = len(steps)
-	// The step at or before seq.
-	k := -1
-	for j := range steps {
-		if at != "start" && steps[j].Seq <= seq {
-			k = j
+	// One pass over the window under its lock, copying nothing: the step
+	// at or before seq, the ones around it, and how many there are.
+	var cur, next trace.Event // zero Seq: none
+	var prevSeq uint64
+	_, last := h.Scan(0, func(e *trace.Event) bool {
+		if !isStep(e, p.Scope) {
+			return false
 		}
-	}
+		p.Steps++
+		switch {
+		case at != "start" && e.Seq <= seq:
+			prevSeq, cur, p.Index = cur.Seq, *e, p.Steps
+		case next.Seq == 0:
+			next = *e
+		}
+		return false
+	})
 	// A step holds everything up to the next step: the watches its
 	// transaction fired, those the woken clients set again, and what
 	// happened outside the steps' scope; a step back from a
 	// transaction is the moment just before it.
 	p.boundary = last
-	if k+1 < len(steps) {
-		p.Next = steps[k+1].Seq
+	if next.Seq != 0 {
+		p.Next = next.Seq
 		p.boundary = p.Next - 1
 	}
-	if k >= 0 {
-		p.Txn, p.Index = steps[k], k+1
-		if k > 0 {
-			p.Prev = steps[k-1].Seq
-		} else {
-			p.PrevStart = true
-		}
+	if cur.Seq != 0 {
+		p.Txn = cur
+		p.Prev, p.PrevStart = prevSeq, prevSeq == 0
 	}
 	q.replay = p
 	return nil

@@ -246,16 +246,41 @@ func (f *benchFixture) viewers(n int) (stop func() (pages, lines int64)) {
 			resp.Body.Close()
 		})
 		wg.Go(func() {
+			var replayAt func(string) string
 			panels := []string{"/ui/tree?fragment=1&path=/t/d" + fmt.Sprintf("%03d", v*37%benchDirs),
 				"/ui/sessions?fragment=1&page=" + strconv.Itoa(v), "/ui/watches?fragment=1", "/ui/locks?fragment=1",
 				"/ui/ensemble?fragment=1", "/ui/tree?fragment=1&path=/t&after=d" + fmt.Sprintf("%03d", v*50)}
+			if mode == "replay" {
+				// Replaying: each redraw is a panel at a point of the
+				// trace's history, each viewer its own point, moving
+				// with the window: the lock queue, its part of the
+				// tree, the sessions, the watches, and the queue with
+				// its steps scoped to the lock's path.
+				panels = []string{"/ui/locks?fragment=1", "/ui/tree?fragment=1&path=/t/d000/n000",
+					"/ui/sessions?fragment=1&page=" + strconv.Itoa(v), "/ui/watches?fragment=1",
+					"/ui/locks?fragment=1&rpath=/t/d000/n000/"}
+				h := f.srv.Trace().History()
+				back := uint64(1000 * (v + 1))
+				for i, p := range panels {
+					panels[i] = p + "&at=%d"
+				}
+				at := func(p string) string {
+					st := h.Stats()
+					return fmt.Sprintf(p, max(st.FirstSeq, st.LastSeq-min(back, st.LastSeq)))
+				}
+				replayAt = at
+			}
 			tick := time.NewTicker(time.Second)
 			defer tick.Stop()
 			if mode == "trace" || mode == "none" {
 				return
 			}
 			for i := 0; ; i++ {
-				resp, err := get(ctx, f.ui.URL+panels[i%len(panels)])
+				page := panels[i%len(panels)]
+				if replayAt != nil {
+					page = replayAt(page)
+				}
+				resp, err := get(ctx, f.ui.URL+page)
 				if err != nil {
 					return
 				}
@@ -296,7 +321,9 @@ func (f *benchFixture) viewers(n int) (stop func() (pages, lines int64)) {
 //
 // HUTCH_VIEW_BENCH=none makes the viewers idle (an A/A run: the spread
 // of its ratio is the machine's noise); =trace or =panels keeps only
-// their trace streams or only their pages.
+// their trace streams or only their pages; =replay makes every page a
+// replay at a point of the trace's history (each viewer its own), the
+// trace streamed as well.
 func BenchmarkViewCost(b *testing.B) {
 	f := benchServer(b)
 	f.requests(time.Second) // warm up
