@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hutchzk/hutch/trace"
@@ -169,12 +170,18 @@ func isStep(e *trace.Event, scope string) bool {
 }
 
 // replayState is the view's state at a replay point: the sessions, the
-// watches, and the tree under a path.
+// watches, and the tree under a path. The sessions and watches are the
+// shared snapshot's (its base, never changed) and an overlay of what the
+// undo changed, so a replay costs what it undoes, not what the server
+// holds.
 type replayState struct {
-	sessions map[int64]*Session
-	// ephemerals are each session's ephemeral nodes.
-	ephemerals map[int64]map[string]bool
-	watches    map[watchKey]string // mode by session, path and table
+	base *replayBase
+	// touched are the sessions the undo changed, as they were; nil for a
+	// session that did not exist then.
+	touched map[int64]*replaySession
+	// watchDiff are the watch table entries the undo changed: their mode
+	// then, "" for none.
+	watchDiff map[watchKey]string
 	// root is the path whose subtree nodes holds; truncated says it held
 	// more than maxReplayNodes.
 	root      string
@@ -185,6 +192,27 @@ type replayState struct {
 	known map[string][]byte
 	// silent are the members whose watches are unknown.
 	silent map[uint64]bool
+
+	sessionsOnce sync.Once
+	sessions     []Session // WithEphemerals
+	idsOnce      sync.Once
+	ids          []int64 // IDs
+}
+
+// replayBase is the shared snapshot's sessions, by id, and watches, as a
+// replay starts from them: made once per snapshot for every replay.
+type replayBase struct {
+	sessions []Session // by id
+	ids      []int64   // the same ids
+	index    map[int64]int
+	withEph  []int               // the sessions that own ephemerals
+	watches  map[watchKey]string // mode by entry
+}
+
+// replaySession is a session the undo changed.
+type replaySession struct {
+	s   Session
+	eph map[string]bool
 }
 
 // watchKey is one watch table entry of a session.
@@ -206,12 +234,22 @@ func (q *uiRequest) state(root string) *replayState {
 	p := q.replay
 	key := fmt.Sprintf("replay %d %q %q", p.boundary, root, p.Scope)
 	return derive(q.memo, key, func() *replayState {
-		st := newReplayState(q.v, root, q.src)
+		st := &replayState{base: q.replayBase(), touched: map[int64]*replaySession{}, watchDiff: map[watchKey]string{},
+			root: root, nodes: map[string]*replayNode{}, known: map[string][]byte{}, silent: map[uint64]bool{}}
+		for _, a := range q.v.ens.Silent() {
+			st.silent[a.Member.ID] = true
+		}
+		if root != "" {
+			st.readTree(q.src)
+		}
 		// Only what the replay undoes is copied from the window: a
 		// busy server's setData on nodes it does not show are most of it.
 		events, _ := p.hist.Scan(p.boundary, st.matters)
-		early, _ := p.hist.Scan(0, func(e *trace.Event) bool {
-			return e.Kind == trace.WatchSet || e.Kind == trace.SessionAttached || e.Op == "createSession"
+		early := derive(q.memo, "replay: watch sets, attaches, session creations", func() []trace.Event {
+			out, _ := p.hist.Scan(0, func(e *trace.Event) bool {
+				return e.Kind == trace.WatchSet || e.Kind == trace.SessionAttached || e.Op == "createSession"
+			})
+			return out
 		})
 		remote := q.m.remoteWatchEvents(q.v, p.Txn.Zxid)
 		st.undo(events, early, remote, p.Txn.Zxid)
@@ -219,33 +257,74 @@ func (q *uiRequest) state(root string) *replayState {
 	})
 }
 
-// newReplayState is the state now: the view's sessions and watches, and
-// the tree under root read from the source.
-func newReplayState(v *view, root string, src Source) *replayState {
-	st := &replayState{sessions: map[int64]*Session{}, ephemerals: map[int64]map[string]bool{}, watches: map[watchKey]string{},
-		root: root, nodes: map[string]*replayNode{}, known: map[string][]byte{}, silent: map[uint64]bool{}}
-	for i := range v.Sessions {
-		s := v.Sessions[i]
-		eph := make(map[string]bool, len(s.Ephemerals))
+// replayBase is the shared snapshot's sessions and watches as replays
+// start from them, made once per snapshot.
+func (q *uiRequest) replayBase() *replayBase {
+	return derive(q.memo, "replay base", func() *replayBase {
+		b := &replayBase{sessions: slices.Clone(q.v.Sessions), watches: make(map[watchKey]string, len(q.v.Watches))}
+		slices.SortFunc(b.sessions, func(x, y Session) int { return cmp.Compare(x.ID, y.ID) })
+		b.index = make(map[int64]int, len(b.sessions))
+		b.ids = make([]int64, len(b.sessions))
+		for i, s := range b.sessions {
+			b.index[s.ID], b.ids[i] = i, s.ID
+			if len(s.Ephemerals) > 0 {
+				b.withEph = append(b.withEph, i)
+			}
+		}
+		for _, w := range q.v.Watches {
+			if w.Session != 0 {
+				b.watches[watchKey{w.Session, w.Path, w.Child}] = w.Mode
+			}
+		}
+		return b
+	})
+}
+
+// session is the session id as it stands in the undo so far, to change:
+// copied into the overlay the first time. With create, a session absent
+// then is made (its close's undo fills it in); without, nil.
+func (st *replayState) session(id int64, create bool) *replaySession {
+	if rs, ok := st.touched[id]; ok {
+		if rs == nil && create {
+			rs = &replaySession{s: Session{ID: id}, eph: map[string]bool{}}
+			st.touched[id] = rs
+		}
+		return rs
+	}
+	if i, ok := st.base.index[id]; ok {
+		s := st.base.sessions[i]
+		rs := &replaySession{s: s, eph: make(map[string]bool, len(s.Ephemerals))}
 		for _, e := range s.Ephemerals {
-			eph[e] = true
+			rs.eph[e] = true
 		}
-		s.Ephemerals = nil
-		st.sessions[s.ID] = &s
-		st.ephemerals[s.ID] = eph
+		rs.s.Ephemerals = nil
+		st.touched[id] = rs
+		return rs
 	}
-	for _, w := range v.Watches {
-		if w.Session != 0 {
-			st.watches[watchKey{w.Session, w.Path, w.Child}] = w.Mode
-		}
+	if !create {
+		return nil
 	}
-	for _, a := range v.ens.Silent() {
-		st.silent[a.Member.ID] = true
+	rs := &replaySession{s: Session{ID: id}, eph: map[string]bool{}}
+	st.touched[id] = rs
+	return rs
+}
+
+// exists reports whether session id existed at the replay point.
+func (st *replayState) exists(id int64) bool {
+	if rs, ok := st.touched[id]; ok {
+		return rs != nil
 	}
-	if root != "" {
-		st.readTree(src)
+	_, ok := st.base.index[id]
+	return ok
+}
+
+// watchMode is the mode of a watch table entry at the replay point, ""
+// for none.
+func (st *replayState) watchMode(k watchKey) string {
+	if m, ok := st.watchDiff[k]; ok {
+		return m
 	}
-	return st
+	return st.base.watches[k]
 }
 
 // readTree reads the subtree under root, breadth first, up to
@@ -351,11 +430,11 @@ func (st *replayState) undoEvent(e *trace.Event, sets map[watchKey][]string, eve
 		}
 		switch e.Op {
 		case "createSession":
-			delete(st.sessions, e.Session)
-			delete(st.ephemerals, e.Session)
+			st.touched[e.Session] = nil
 		case "closeSession":
-			if st.sessions[e.Session] == nil {
-				st.sessions[e.Session] = &Session{ID: e.Session, Timeout: time.Duration(e.Timeout) * time.Millisecond, Node: e.Member}
+			rs := st.session(e.Session, true)
+			if rs.s.Timeout == 0 {
+				rs.s.Timeout, rs.s.Node = time.Duration(e.Timeout)*time.Millisecond, e.Member
 			}
 			for _, c := range e.Changes {
 				if c.Type == "NodeDeleted" && c.Owner == e.Session {
@@ -364,12 +443,12 @@ func (st *replayState) undoEvent(e *trace.Event, sets map[watchKey][]string, eve
 			}
 		}
 	case trace.SessionAttached:
-		if s := st.sessions[e.Session]; s != nil {
-			s.Node = previousMember(events, e)
+		if rs := st.session(e.Session, false); rs != nil {
+			rs.s.Node = previousMember(events, e)
 		}
 	case trace.WatchSet:
 		for _, table := range watchTables(e.Watch) {
-			delete(st.watches, watchKey{e.Session, e.Path, table})
+			st.watchDiff[watchKey{e.Session, e.Path, table}] = ""
 		}
 	case trace.WatchRemoved:
 		for _, op := range e.Ops {
@@ -396,7 +475,9 @@ func (st *replayState) undoChange(c *trace.Change) {
 	switch c.Type {
 	case "NodeCreated":
 		if c.Owner != 0 {
-			delete(st.ephemerals[c.Owner], c.Path)
+			if rs := st.session(c.Owner, false); rs != nil {
+				delete(rs.eph, c.Path)
+			}
 		}
 		if st.tracked(c.Path) {
 			delete(st.nodes, c.Path)
@@ -418,10 +499,7 @@ func (st *replayState) undoChange(c *trace.Change) {
 
 // own records path as an ephemeral of session id.
 func (st *replayState) own(id int64, path string) {
-	if st.ephemerals[id] == nil {
-		st.ephemerals[id] = map[string]bool{}
-	}
-	st.ephemerals[id][path] = true
+	st.session(id, true).eph[path] = true
 }
 
 // setWatch sets the table entries a watch of kind has.
@@ -431,18 +509,18 @@ func (st *replayState) setWatch(session int64, path, kind string) {
 		mode = kind
 	}
 	for _, table := range watchTables(kind) {
-		st.watches[watchKey{session, path, table}] = mode
+		st.watchDiff[watchKey{session, path, table}] = mode
 	}
 }
 
 // persistent reports whether a session's persistent watch covers path,
 // so that an event there consumed nothing.
 func (st *replayState) persistent(session int64, path string) bool {
-	if m := st.watches[watchKey{session, path, false}]; m == "persistent" || m == "persistentRecursive" {
+	if m := st.watchMode(watchKey{session, path, false}); m == "persistent" || m == "persistentRecursive" {
 		return true
 	}
 	for p, ok := parentOf(path); ok; p, ok = parentOf(p) {
-		if st.watches[watchKey{session, p, false}] == "persistentRecursive" {
+		if st.watchMode(watchKey{session, p, false}) == "persistentRecursive" {
 			return true
 		}
 	}
@@ -524,37 +602,125 @@ func previousMember(events []trace.Event, e *trace.Event) uint64 {
 	return m
 }
 
-// Sessions are the replayed sessions, by id, with their ephemerals: each
-// taken as connected through its member, whose watches the replay knows
-// unless that member did not answer.
-func (st *replayState) Sessions() []Session {
-	out := make([]Session, 0, len(st.sessions))
-	for id, s := range st.sessions {
-		r := Session{ID: id, Timeout: s.Timeout, Node: s.Node, Remote: s.Remote, Auth: s.Auth}
-		for p := range st.ephemerals[id] {
-			r.Ephemerals = append(r.Ephemerals, p)
-		}
-		slices.Sort(r.Ephemerals)
-		r.Unknown = st.silent[s.Node]
-		if !r.Unknown {
-			r.Attached = cmp.Or(s.Node, 1)
-		}
-		out = append(out, r)
+// replayed makes a session as the replay shows it: taken as connected
+// through its member, whose watches the replay knows unless that member
+// did not answer; what only the present knows (client, last heard, time
+// left) left out.
+func (st *replayState) replayed(s Session) Session {
+	s.Remote, s.Expires, s.LastHeard, s.WatchCount = "", time.Time{}, time.Time{}, 0
+	s.Unknown = st.silent[s.Node]
+	s.Attached = 0
+	if !s.Unknown {
+		s.Attached = cmp.Or(s.Node, 1)
 	}
-	slices.SortFunc(out, func(a, b Session) int { return cmp.Compare(a.ID, b.ID) })
-	return out
+	return s
+}
+
+// get is session id at the replay point; false if it did not exist.
+func (st *replayState) get(id int64) (Session, bool) {
+	if rs, ok := st.touched[id]; ok {
+		if rs == nil {
+			return Session{}, false
+		}
+		s := rs.s
+		s.ID = id
+		s.Ephemerals = make([]string, 0, len(rs.eph))
+		for p := range rs.eph {
+			s.Ephemerals = append(s.Ephemerals, p)
+		}
+		slices.Sort(s.Ephemerals)
+		return st.replayed(s), true
+	}
+	if i, ok := st.base.index[id]; ok {
+		return st.replayed(st.base.sessions[i]), true
+	}
+	return Session{}, false
+}
+
+// IDs are the ids of the sessions at the replay point, in order: the
+// base's own list unless the undo opened or closed a session.
+func (st *replayState) IDs() []int64 {
+	st.idsOnce.Do(func() {
+		changed := false
+		for id, rs := range st.touched {
+			_, inBase := st.base.index[id]
+			changed = changed || (rs == nil) == inBase
+		}
+		if !changed {
+			st.ids = st.base.ids
+			return
+		}
+		for _, id := range st.base.ids {
+			if rs, ok := st.touched[id]; !ok || rs != nil {
+				st.ids = append(st.ids, id)
+			}
+		}
+		for id, rs := range st.touched {
+			if _, inBase := st.base.index[id]; rs != nil && !inBase {
+				st.ids = append(st.ids, id)
+			}
+		}
+		slices.Sort(st.ids)
+	})
+	return st.ids
+}
+
+// WithEphemerals are the sessions at the replay point that own
+// ephemerals, by id: all a lock queue needs. Made once per state.
+func (st *replayState) WithEphemerals() []Session {
+	st.sessionsOnce.Do(func() {
+		for _, i := range st.base.withEph {
+			if _, ok := st.touched[st.base.sessions[i].ID]; !ok {
+				st.sessions = append(st.sessions, st.replayed(st.base.sessions[i]))
+			}
+		}
+		for id := range st.touched {
+			if s, ok := st.get(id); ok && len(s.Ephemerals) > 0 {
+				st.sessions = append(st.sessions, s)
+			}
+		}
+		slices.SortFunc(st.sessions, func(a, b Session) int { return cmp.Compare(a.ID, b.ID) })
+	})
+	return st.sessions
 }
 
 // Watches are the replayed watches, as table entries.
 func (st *replayState) Watches() []Watch {
-	out := make([]Watch, 0, len(st.watches))
-	for k, mode := range st.watches {
-		out = append(out, Watch{Path: k.path, Session: k.session, Watcher: k.session, Child: k.child, Mode: mode})
+	out := make([]Watch, 0, len(st.base.watches)+len(st.watchDiff))
+	add := func(k watchKey, mode string) {
+		if mode == "" || !st.exists(k.session) {
+			return
+		}
+		w := Watch{Path: k.path, Session: k.session, Watcher: k.session, Child: k.child, Mode: mode}
+		if rs := st.touched[k.session]; rs != nil {
+			w.Member = rs.s.Node
+		} else if i, ok := st.base.index[k.session]; ok {
+			w.Member = st.base.sessions[i].Node
+		}
+		out = append(out, w)
+	}
+	for k, mode := range st.base.watches {
+		if _, ok := st.watchDiff[k]; !ok {
+			add(k, mode)
+		}
+	}
+	for k, mode := range st.watchDiff {
+		add(k, mode)
 	}
 	slices.SortFunc(out, func(a, b Watch) int {
-		return cmp.Or(strings.Compare(a.Path, b.Path), cmp.Compare(a.Session, b.Session))
+		return cmp.Or(strings.Compare(a.Path, b.Path), cmp.Compare(a.Session, b.Session), compareBool(a.Child, b.Child))
 	})
 	return out
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // data is a node's data in the replay: the replayed tree's, else what the

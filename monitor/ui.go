@@ -216,12 +216,27 @@ func (m *Monitor) history() *trace.History {
 }
 
 // sessions and watches are what the panels show: the snapshot's, or the
-// replay's.
+// replay's (whose sessions are those that own ephemerals: all the lock
+// queues read; the sessions panel lists a replay's by IDs).
 func (q *uiRequest) sessions() []Session {
 	if q.replay != nil {
-		return q.state("").Sessions()
+		return q.state("").WithEphemerals()
 	}
 	return q.v.Sessions
+}
+
+// session is one session, live or at the replay point; false if it is
+// not open there.
+func (q *uiRequest) session(id int64) (Session, bool) {
+	if q.replay != nil {
+		return q.state("").get(id)
+	}
+	for _, s := range q.v.Sessions {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return Session{}, false
 }
 
 func (q *uiRequest) watches() []Watch {

@@ -136,17 +136,14 @@ func sessionsData(q *uiRequest) (any, error) {
 		}
 		return r
 	}
-	sessions := q.sessions()
 	if !sv.Replayed {
 		sv.Ended = q.endedRows()
 	}
 	if id := parseSession(q.param("session")); id != 0 {
-		for _, s := range sessions {
-			if s.ID == id {
-				d := row(s)
-				d.WatchList = watchRows(q.src, slices.DeleteFunc(slices.Clone(q.watches()), func(w Watch) bool { return w.Session != id }))
-				sv.Detail = &d
-			}
+		if s, ok := q.session(id); ok {
+			d := row(s)
+			d.WatchList = watchRows(q.src, slices.DeleteFunc(slices.Clone(q.watches()), func(w Watch) bool { return w.Session != id }))
+			sv.Detail = &d
 		}
 		if sv.Detail == nil {
 			sv.Detail = &sessionRow{Session: Session{ID: id}, Self: q.self, Gone: true}
@@ -159,8 +156,16 @@ func sessionsData(q *uiRequest) (any, error) {
 		sv.Ended = nil
 		return sv, nil
 	}
-	sorted := derive(q.memo, q.memoKey("sessions by id"), func() []Session {
-		out := slices.Clone(sessions)
+	if sv.Replayed {
+		st := q.state("")
+		sv.Rows = mapPage(pageOf(st.IDs(), pageNumber(q), sessionsPerPage, pageLink(q)), func(id int64) sessionRow {
+			s, _ := st.get(id)
+			return row(s)
+		})
+		return sv, nil
+	}
+	sorted := derive(q.memo, "sessions by id", func() []Session {
+		out := slices.Clone(q.v.Sessions)
 		slices.SortFunc(out, func(a, b Session) int { return cmp.Compare(a.ID, b.ID) })
 		return out
 	})

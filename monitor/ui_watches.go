@@ -25,10 +25,10 @@ var _ = addPanel(panel{
 <label>By <select name="by"><option value="path"{{if not .BySession}} selected{{end}}>path</option><option value="session"{{if .BySession}} selected{{end}}>session</option></select></label>
 <button>Filter</button></form>{{end}}
 {{define "watches"}}{{template "silent" .Silent}}{{with .Rows}}<p class="pager">Watches {{template "pager" .}}</p>{{end}}
-<table class="list watches">{{if .BySession}}<tr><th>session</th><th>path</th><th>kind</th></tr>
-{{range .Rows.Items}}<tr><td>{{if .Session}}<a href="{{sessionURL .Session}}">{{sid .Session}}</a>{{else}}(closed){{end}}</td><td><a href="{{treeURL .Path}}">{{show .Path}}</a></td><td class="wk-{{.Kind}}">{{.Kind}}</td></tr>
-{{end}}{{else}}<tr><th>path</th><th>session</th><th>kind</th></tr>
-{{range .Rows.Items}}<tr><td><a href="{{treeURL .Path}}">{{show .Path}}</a></td><td>{{if .Session}}<a href="{{sessionURL .Session}}">{{sid .Session}}</a>{{else}}(closed){{end}}</td><td class="wk-{{.Kind}}">{{.Kind}}</td></tr>
+<table class="list watches">{{if .BySession}}<tr><th>session</th><th>path</th><th>held by</th><th>kind</th></tr>
+{{range .Rows.Items}}<tr><td>{{if .Session}}<a href="{{sessionURL .Session}}">{{sid .Session}}</a>{{else}}(closed){{end}}</td><td><a href="{{treeURL .Path}}">{{show .Path}}</a></td><td>{{if .Member}}node {{.Member}}{{else}}—{{end}}</td><td class="wk-{{.Kind}}">{{.Kind}}</td></tr>
+{{end}}{{else}}<tr><th>path</th><th>session</th><th>held by</th><th>kind</th></tr>
+{{range .Rows.Items}}<tr><td><a href="{{treeURL .Path}}">{{show .Path}}</a></td><td>{{if .Session}}<a href="{{sessionURL .Session}}">{{sid .Session}}</a>{{else}}(closed){{end}}</td><td>{{if .Member}}node {{.Member}}{{else}}—{{end}}</td><td class="wk-{{.Kind}}">{{.Kind}}</td></tr>
 {{end}}{{end}}</table>{{end}}`,
 })
 
@@ -38,6 +38,7 @@ type watchRow struct {
 	Path    string
 	Session int64 // 0 once its connection closed
 	Watcher int64
+	Member  uint64 // the member whose client holds it; 0 unknown
 	Kind    string // data, exist, child, persistent, persistentRecursive
 }
 
@@ -95,6 +96,7 @@ func mergeWatches(ws []Watch) []watchRow {
 	}
 	type entries struct {
 		session     int64
+		member      uint64
 		data, child string // modes; "" for none
 	}
 	by := map[key]*entries{}
@@ -102,7 +104,7 @@ func mergeWatches(ws []Watch) []watchRow {
 		k := key{w.Path, w.Watcher}
 		e := by[k]
 		if e == nil {
-			e = &entries{session: w.Session}
+			e = &entries{session: w.Session, member: w.Member}
 			by[k] = e
 		}
 		if w.Child {
@@ -113,7 +115,7 @@ func mergeWatches(ws []Watch) []watchRow {
 	}
 	rows := make([]watchRow, 0, len(by))
 	for k, e := range by {
-		row := watchRow{Path: k.path, Session: e.session, Watcher: k.watcher}
+		row := watchRow{Path: k.path, Session: e.session, Watcher: k.watcher, Member: e.member}
 		if e.data == e.child && e.data != "standard" {
 			row.Kind = e.data
 			rows = append(rows, row)

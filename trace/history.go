@@ -203,43 +203,83 @@ const (
 // seq is 0) that f keeps (all, if f is nil), oldest first; with limit > 0,
 // only the newest limit of them. last is the Seq of the window's newest
 // event, kept or not: a stream that goes on from the copy starts after it.
+// Like Scan it reads the window a piece at a time; with a limit, from the
+// newest back.
 func (h *History) Since(seq uint64, f *Filter, limit int) (events []Event, last uint64) {
+	keep := func(e *Event) bool { return f == nil || f.Match(e) }
+	if limit <= 0 {
+		return h.Scan(seq, keep)
+	}
+	piece := make([]Event, 0, scanPiece)
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.n > 0 {
 		last = h.at(h.n - 1).Seq
 	}
-	n := h.n
-	first := h.first(seq) // the window is in Seq order
-	var out []Event
-	for i := n - 1; i >= first; i-- {
-		e := h.at(i)
-		if f != nil && !f.Match(e) {
-			continue
+	h.mu.Unlock()
+	before := last + 1 // read the events older than this: from the newest when it starts
+	for len(events) < limit && last > 0 {
+		piece = piece[:0]
+		h.mu.Lock()
+		lo := h.first(seq)
+		i := h.first(before-1) - 1 // the newest older than before
+		stop := max(i-scanPiece, lo-1)
+		for ; i > stop; i-- {
+			e := h.at(i)
+			before = e.Seq
+			if keep(e) {
+				piece = append(piece, *e) // within capacity: no allocation
+			}
 		}
-		out = append(out, *e)
-		if limit > 0 && len(out) == limit {
+		done := i < lo
+		h.mu.Unlock()
+		events = append(events, piece...)
+		if done {
 			break
 		}
 	}
-	slices.Reverse(out)
-	return out, last
+	if len(events) > limit {
+		events = events[:limit]
+	}
+	slices.Reverse(events)
+	return events, last
 }
 
+// scanPiece is how many events a Scan reads under one hold of the
+// window's lock: Publish, on the server's apply path, waits for it at most
+// that long, and nothing is allocated while it is held.
+const scanPiece = 256
+
 // Scan copies the events of the window after seq that keep keeps, oldest
-// first, and returns the newest event's Seq, kept or not. keep runs under
-// the window's lock, which Publish waits for: it must be quick.
+// first, up to the newest event when it starts, whose Seq it returns (kept
+// or not). It reads the window a piece at a time, each under its own short
+// hold of the lock; events that leave the window meanwhile are skipped,
+// and those published meanwhile are not read, so a scan ends however fast
+// the server writes. keep runs under the lock: it must be quick and must
+// not call back into the History.
 func (h *History) Scan(seq uint64, keep func(*Event) bool) (events []Event, last uint64) {
+	piece := make([]Event, 0, scanPiece)
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.n == 0 {
-		return nil, 0
+	if h.n > 0 {
+		last = h.at(h.n - 1).Seq
 	}
-	last = h.at(h.n - 1).Seq
-	for i := h.first(seq); i < h.n; i++ {
-		if e := h.at(i); keep(e) {
-			events = append(events, *e)
+	h.mu.Unlock()
+	for seq < last {
+		piece = piece[:0]
+		h.mu.Lock()
+		i := h.first(seq)
+		end := min(i+scanPiece, h.n)
+		for ; i < end && seq < last; i++ {
+			e := h.at(i)
+			seq = e.Seq
+			if keep(e) {
+				piece = append(piece, *e) // within capacity: no allocation
+			}
 		}
+		if i == h.n {
+			seq = last // the window ended (it was cleared meanwhile)
+		}
+		h.mu.Unlock()
+		events = append(events, piece...)
 	}
 	return events, last
 }

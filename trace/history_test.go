@@ -30,6 +30,21 @@ func TestHistoryBounds(t *testing.T) {
 	if got, last := h.Since(0, nil, 3); last != 100 || len(got) != 3 || got[0].Seq != 98 {
 		t.Fatalf("the newest 3: %v", got)
 	}
+	// Read back in pieces: a filter and a limit over more events than one
+	// piece holds.
+	var many Broker
+	hb0 := many.KeepHistory(HistoryLimits{Events: 5000})
+	for i := range 4000 {
+		many.Publish(Event{Kind: TxnApplied, Zxid: int64(i + 1)})
+	}
+	odd := &Filter{}
+	odd.Kinds = []Kind{TxnApplied}
+	keepOdd := func(e *Event) bool { return e.Zxid%2 == 1 }
+	all, _ := hb0.Scan(0, keepOdd)
+	newest, last := hb0.Since(0, odd, 700)
+	if len(all) != 2000 || all[0].Zxid != 1 || all[1999].Zxid != 3999 || len(newest) != 700 || newest[0].Zxid != 3301 || newest[699].Zxid != 4000 || last != 4000 {
+		t.Fatalf("pieces: scan %d from %d, since %d from %d to %d, last %d", len(all), all[0].Zxid, len(newest), newest[0].Zxid, newest[len(newest)-1].Zxid, last)
+	}
 	if got := h.SeqAt(func(e *Event) bool { return e.Zxid >= 93 }); got != 92 {
 		t.Fatalf("seq before zxid 93: %d", got)
 	}
