@@ -5,6 +5,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -26,6 +27,10 @@ type Monitor struct {
 	snaps sharedSnapshots
 	hub   traceHub
 	pages atomic.Int64
+	// replayWin is the trace's window as replays read it (replay.go),
+	// guarded by replayMu.
+	replayMu  sync.Mutex
+	replayWin *replayWindow
 }
 
 // DefaultFourLetterWords are the words answered by default on a client

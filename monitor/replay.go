@@ -53,8 +53,7 @@ type replayPoint struct {
 	Scope string
 	// Oldest is the window's oldest event's time.
 	Oldest time.Time
-	// boundary is the Seq of the last event the replayed state includes,
-	// hist the window it is read from.
+	// boundary is the Seq of the last event the replayed state includes.
 	boundary uint64
 	hist     *trace.History
 }
@@ -121,41 +120,178 @@ func (q *uiRequest) startReplay() error {
 		return fmt.Errorf("at %q: a point of the trace's history (its seq) or start", at)
 	}
 	p := &replayPoint{Scope: q.param("rpath"), hist: h}
-	if st := h.Stats(); st.Events > 0 {
-		p.Oldest = st.FirstTime
+	w := q.m.replayWindow()
+	p.Oldest = w.oldest
+	steps := w.steps(p.Scope)
+	p.Steps = len(steps)
+	// The step at or before seq, and the ones around it.
+	k := -1
+	if at != "start" {
+		k, _ = slices.BinarySearch(steps, seq+1)
+		k--
 	}
-	// One pass over the window under its lock, copying nothing: the step
-	// at or before seq, the ones around it, and how many there are.
-	var cur, next trace.Event // zero Seq: none
-	var prevSeq uint64
-	_, last := h.Scan(0, func(e *trace.Event) bool {
-		if !isStep(e, p.Scope) {
-			return false
-		}
-		p.Steps++
-		switch {
-		case at != "start" && e.Seq <= seq:
-			prevSeq, cur, p.Index = cur.Seq, *e, p.Steps
-		case next.Seq == 0:
-			next = *e
-		}
-		return false
-	})
 	// A step holds everything up to the next step: the watches its
 	// transaction fired, those the woken clients set again, and what
 	// happened outside the steps' scope; a step back from a
 	// transaction is the moment just before it.
-	p.boundary = last
-	if next.Seq != 0 {
-		p.Next = next.Seq
+	p.boundary = w.last
+	if k+1 < len(steps) {
+		p.Next = steps[k+1]
 		p.boundary = p.Next - 1
 	}
-	if cur.Seq != 0 {
-		p.Txn = cur
-		p.Prev, p.PrevStart = prevSeq, prevSeq == 0
+	if k >= 0 {
+		p.Txn, _ = h.Get(steps[k])
+		p.Index = k + 1
+		if k > 0 {
+			p.Prev = steps[k-1]
+		} else {
+			p.PrevStart = true
+		}
 	}
 	q.replay = p
 	return nil
+}
+
+// replayWindow is the trace's window as replays read it: taken at most
+// once per snapshotAge for every viewer and panel, so that a replayed page
+// holds the window's lock for no more than a lookup, and a busy server's
+// window is read a few times a second whatever the number of viewers. It
+// keeps the Seqs of the transactions (the steps of an unscoped replay) and
+// the events a replay undoes that are not mere changes of persistent
+// nodes; the steps of a scoped replay and the changes under a tree's root
+// are read when first asked for, once per window.
+type replayWindow struct {
+	h      *trace.History
+	taken  time.Time
+	last   uint64
+	oldest time.Time
+	txns   []uint64      // every successful transaction's Seq
+	undo   []trace.Event // sessions opened or closed, ephemerals, watches, attaches
+	mu     sync.Mutex    // guards scoped and trees
+	scoped map[string][]uint64
+	trees  map[string][]trace.Event
+}
+
+// replayWindow returns the window as replays read it, no older than
+// snapshotAge.
+func (m *Monitor) replayWindow() *replayWindow {
+	m.replayMu.Lock()
+	defer m.replayMu.Unlock()
+	if w := m.replayWin; w != nil && time.Since(w.taken) <= snapshotAge {
+		return w
+	}
+	h := m.history()
+	w := &replayWindow{h: h, taken: time.Now(), scoped: map[string][]uint64{}, trees: map[string][]trace.Event{}}
+	// keep runs under the window's lock, and appends only Seqs, within
+	// the capacity made here (a window that grew meanwhile may need more).
+	txns := make([]uint64, 0, h.Stats().Events+scanPieceSlack)
+	w.undo, w.last = h.Scan(0, func(e *trace.Event) bool {
+		if e.Kind != trace.TxnApplied {
+			return true
+		}
+		if e.Err != "" {
+			return false
+		}
+		txns = append(txns, e.Seq)
+		return touchesSessions(e)
+	})
+	w.txns = txns
+	if st := h.Stats(); st.Events > 0 {
+		w.oldest = st.FirstTime
+	}
+	m.replayWin = w
+	return w
+}
+
+// scanPieceSlack is room for what a busy server adds to the window while
+// a replay reads it.
+const scanPieceSlack = 1024
+
+// touchesSessions reports whether a transaction opens or closes a session
+// or creates or deletes an ephemeral node.
+func touchesSessions(e *trace.Event) bool {
+	if e.Op == "createSession" || e.Op == "closeSession" {
+		return true
+	}
+	for i := range e.Changes {
+		if e.Changes[i].Owner != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// steps are the Seqs of the transactions a replay scoped to a path prefix
+// steps through ("" for all), in order.
+func (w *replayWindow) steps(scope string) []uint64 {
+	if scope == "" {
+		return w.txns
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s, ok := w.scoped[scope]; ok {
+		return s
+	}
+	var s []uint64
+	events, _ := w.h.Scan(0, func(e *trace.Event) bool { return e.Seq <= w.last && isStep(e, scope) })
+	for _, e := range events {
+		s = append(s, e.Seq)
+	}
+	w.scoped[scope] = s
+	return s
+}
+
+// tree is the window's transactions that touch the subtree under root.
+func (w *replayWindow) tree(root string) []trace.Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t, ok := w.trees[root]; ok {
+		return t
+	}
+	t, _ := w.h.Scan(0, func(e *trace.Event) bool {
+		if e.Kind != trace.TxnApplied || e.Err != "" || e.Seq > w.last {
+			return false
+		}
+		for i := range e.Changes {
+			if isAncestor(root, e.Changes[i].Path) {
+				return true
+			}
+		}
+		return false
+	})
+	w.trees[root] = t
+	return t
+}
+
+// after are the events a replay with the tree under root undoes after
+// boundary, in order: the window's undo list, and the transactions under
+// root.
+func (w *replayWindow) after(boundary uint64, root string) []trace.Event {
+	from := func(list []trace.Event) []trace.Event {
+		i, _ := slices.BinarySearchFunc(list, boundary+1, func(e trace.Event, s uint64) int { return cmp.Compare(e.Seq, s) })
+		return list[i:]
+	}
+	undo := from(w.undo)
+	if root == "" {
+		return undo
+	}
+	tree := from(w.tree(root))
+	out := make([]trace.Event, 0, len(undo)+len(tree))
+	i, j := 0, 0
+	for i < len(undo) || j < len(tree) {
+		switch {
+		case j == len(tree) || (i < len(undo) && undo[i].Seq < tree[j].Seq):
+			out = append(out, undo[i])
+			i++
+		case i == len(undo) || tree[j].Seq < undo[i].Seq:
+			out = append(out, tree[j])
+			j++
+		default: // in both
+			out = append(out, undo[i])
+			i, j = i+1, j+1
+		}
+	}
+	return out
 }
 
 // isStep reports whether e is a transaction the replay steps through.
@@ -242,13 +378,18 @@ func (q *uiRequest) state(root string) *replayState {
 		if root != "" {
 			st.readTree(q.src)
 		}
-		// Only what the replay undoes is copied from the window: a
-		// busy server's setData on nodes it does not show are most of it.
-		events, _ := p.hist.Scan(p.boundary, st.matters)
+		// What the replay undoes, from the window read once for every
+		// viewer: a busy server's setData on nodes it does not show are
+		// most of it, and left out.
+		w := q.m.replayWindow()
+		events := w.after(p.boundary, root)
 		early := derive(q.memo, "replay: watch sets, attaches, session creations", func() []trace.Event {
-			out, _ := p.hist.Scan(0, func(e *trace.Event) bool {
-				return e.Kind == trace.WatchSet || e.Kind == trace.SessionAttached || e.Op == "createSession"
-			})
+			var out []trace.Event
+			for _, e := range w.undo {
+				if e.Kind == trace.WatchSet || e.Kind == trace.SessionAttached || e.Op == "createSession" {
+					out = append(out, e)
+				}
+			}
 			return out
 		})
 		remote := q.m.remoteWatchEvents(q.v, p.Txn.Zxid)
@@ -367,27 +508,6 @@ func replayRoot(prefix string) string {
 // tracked reports whether path is in the replayed tree's subtree.
 func (st *replayState) tracked(path string) bool {
 	return st.root != "" && isAncestor(st.root, path)
-}
-
-// matters reports whether undoing e changes the replayed state: every
-// event but a transaction that touches neither a session, an ephemeral
-// node nor the tracked tree.
-func (st *replayState) matters(e *trace.Event) bool {
-	if e.Kind != trace.TxnApplied {
-		return true
-	}
-	if e.Err != "" {
-		return false
-	}
-	if e.Op == "createSession" || e.Op == "closeSession" {
-		return true
-	}
-	for i := range e.Changes {
-		if c := &e.Changes[i]; c.Owner != 0 || st.tracked(c.Path) {
-			return true
-		}
-	}
-	return false
 }
 
 // undo takes the state back to just before events, the window's events

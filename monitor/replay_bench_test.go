@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +20,9 @@ import (
 // BenchmarkViewCost's, without the million nodes: 10,000 idle sessions, a
 // queue of fifty, and a full trace window of setData churn. Each
 // iteration asks a page at a point no viewer asked before (as a viewer
-// stepping through the history does), so nothing is shared.
+// stepping through the history does), so only what every replay shares
+// (the window as read, the snapshot's sessions) is shared; beside it, the
+// same page live.
 func BenchmarkReplayPage(b *testing.B) {
 	srv := server.New(server.Config{NoClientPort: true, Logger: benchQuiet, MaxSessionTimeout: time.Hour, MaxClientConnsPerIP: -1})
 	if err := srv.Start(); err != nil {
@@ -61,19 +64,28 @@ func BenchmarkReplayPage(b *testing.B) {
 	b.Cleanup(ui.Close)
 	h := srv.Trace().History()
 	for _, page := range []string{"/ui/locks?fragment=1", "/ui/sessions?fragment=1", "/ui/watches?fragment=1", "/ui/tree?fragment=1&path=/t/d000/n000"} {
-		b.Run(page[4:9], func(b *testing.B) {
-			st := h.Stats()
-			i := 0
-			for b.Loop() {
-				at := st.LastSeq - uint64(1+i*7%int(st.LastSeq-st.FirstSeq))
-				i++
-				resp, err := ui.Client().Get(ui.URL + page + "&at=" + strconv.FormatUint(at, 10))
-				if err != nil {
-					b.Fatal(err)
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
+		for _, replay := range []bool{true, false} {
+			name := page[4:strings.IndexByte(page, '?')] + "/live"
+			if replay {
+				name = page[4:strings.IndexByte(page, '?')] + "/replay"
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				st := h.Stats()
+				i := 0
+				for b.Loop() {
+					url := ui.URL + page
+					if replay {
+						url += "&at=" + strconv.FormatUint(st.LastSeq-uint64(1+i*7%int(st.LastSeq-st.FirstSeq)), 10)
+					}
+					i++
+					resp, err := ui.Client().Get(url)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			})
+		}
 	}
 }

@@ -284,6 +284,16 @@ func (h *History) Scan(seq uint64, keep func(*Event) bool) (events []Event, last
 	return events, last
 }
 
+// Get copies the event with Seq seq, false if it is not in the window.
+func (h *History) Get(seq uint64) (Event, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if i := h.first(seq - 1); i < h.n && h.at(i).Seq == seq {
+		return *h.at(i), true
+	}
+	return Event{}, false
+}
+
 // first is the index of the window's first event after seq. mu is held.
 func (h *History) first(seq uint64) int {
 	lo, hi := 0, h.n
