@@ -3,6 +3,8 @@ package membership
 import (
 	"encoding/binary"
 	"errors"
+
+	"github.com/hutchzk/hutch/internal/record"
 )
 
 // Binary layout of a Config, as the replicated log and snapshots carry it
@@ -46,10 +48,10 @@ func appendStr(dst []byte, s string) []byte {
 // after it. It never panics, and allocates no more than b's size
 // justifies.
 func DecodeConfig(b []byte) (Config, []byte, error) {
-	r := reader{b: b}
-	c := Config{Version: r.varint()}
-	n := r.uvarint()
-	if r.bad || n > uint64(len(r.b))/minMemberSize {
+	r := record.NewSlice(b)
+	c := Config{Version: r.Varint()}
+	n := r.Count(minMemberSize)
+	if r.Bad() {
 		return Config{}, nil, ErrCorrupt
 	}
 	if n > 0 {
@@ -57,81 +59,29 @@ func DecodeConfig(b []byte) (Config, []byte, error) {
 	}
 	for i := range c.Members {
 		m := &c.Members[i]
-		m.ID = r.uvarint()
-		m.Host = r.str()
-		m.QuorumPort = r.port()
-		m.ElectionPort = r.port()
-		role := r.byte()
-		m.ClientHost = r.str()
-		m.ClientPort = r.port()
+		m.ID = r.Uvarint()
+		m.Host = r.String()
+		m.QuorumPort = port(r)
+		m.ElectionPort = port(r)
+		role := r.Byte()
+		m.ClientHost = r.String()
+		m.ClientPort = port(r)
 		if role > byte(Observer) {
-			r.bad = true
+			r.Fail()
 		}
 		m.Role = Role(role)
 	}
-	if r.bad {
+	if r.Bad() {
 		return Config{}, nil, ErrCorrupt
 	}
-	return c, r.b, nil
+	return c, r.Rest(), nil
 }
 
-// reader walks encoded bytes; the first failure sticks.
-type reader struct {
-	b   []byte
-	bad bool
-}
-
-func (r *reader) uvarint() uint64 {
-	if r.bad {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.bad = true
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) varint() int64 {
-	if r.bad {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.bad = true
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) byte() byte {
-	if r.bad || len(r.b) == 0 {
-		r.bad = true
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
-}
-
-func (r *reader) port() int {
-	v := r.uvarint()
+// port reads a port number.
+func port(r *record.Slice) int {
+	v := r.Uvarint()
 	if v > 65535 {
-		r.bad = true
+		r.Fail()
 	}
 	return int(v)
-}
-
-func (r *reader) str() string {
-	n := r.uvarint()
-	if r.bad || n > uint64(len(r.b)) {
-		r.bad = true
-		return ""
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return s
 }

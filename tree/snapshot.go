@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"hash/crc64"
 	"io"
-	"math"
 	"slices"
 	"strings"
 
+	"github.com/hutchzk/hutch/internal/record"
 	"github.com/hutchzk/hutch/wire"
 )
 
@@ -155,132 +155,34 @@ func (t *Tree) WriteSnapshot(w io.Writer) error {
 	return s.w.Flush()
 }
 
+// snapReader reads a snapshot's records (internal/record) and keeps the
+// ACL lists read so far, which later records refer to by index.
 type snapReader struct {
-	r       *bufio.Reader
-	err     error
-	acls    [][]wire.ACL
-	crc     uint64 // of every byte consumed so far
-	scratch []byte // for short strings
-}
-
-// ReadByte lets binary.ReadUvarint read through the checksum.
-func (s *snapReader) ReadByte() (byte, error) {
-	b, err := s.r.ReadByte()
-	if err == nil {
-		s.crc = crc64.Update(s.crc, crcTable, []byte{b})
-	}
-	return b, err
+	*record.Stream
+	acls [][]wire.ACL
 }
 
 var errCorrupt = errors.New("tree: corrupt snapshot")
 
-func (s *snapReader) fail(err error) {
-	if s.err == nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		s.err = err
-	}
-}
-
-func (s *snapReader) uvarint() uint64 {
-	if s.err != nil {
-		return 0
-	}
-	v, err := binary.ReadUvarint(s)
-	if err != nil {
-		s.fail(err)
-	}
-	return v
-}
-
-func (s *snapReader) varint() int64 {
-	if s.err != nil {
-		return 0
-	}
-	v, err := binary.ReadVarint(s)
-	if err != nil {
-		s.fail(err)
-	}
-	return v
-}
-
-func (s *snapReader) int32() int32 {
-	v := s.varint()
-	if v < math.MinInt32 || v > math.MaxInt32 {
-		s.fail(errCorrupt)
-		return 0
-	}
-	return int32(v)
-}
-
-// raw reads n bytes in bounded chunks so a corrupt length cannot force a
-// huge allocation before EOF is noticed.
-func (s *snapReader) raw(n uint64) []byte {
-	if s.err != nil {
-		return nil
-	}
-	if n > maxSnapBytes {
-		s.fail(errCorrupt)
-		return nil
-	}
-	const chunk = 64 << 10
-	out := make([]byte, 0, min(n, chunk))
-	for uint64(len(out)) < n {
-		k := min(n-uint64(len(out)), chunk)
-		out = slices.Grow(out, int(k))
-		m, err := io.ReadFull(s.r, out[len(out):len(out)+int(k)])
-		s.crc = crc64.Update(s.crc, crcTable, out[len(out):len(out)+m])
-		out = out[:len(out)+m]
-		if err != nil {
-			s.fail(err)
-			return nil
-		}
-	}
-	return out
-}
-
-func (s *snapReader) str() string {
-	n := s.uvarint()
-	if s.err != nil {
-		return ""
-	}
-	if n <= 4096 { // the common case: one allocation, for the string itself
-		buf := s.scratch[:n]
-		if _, err := io.ReadFull(s.r, buf); err != nil {
-			s.fail(err)
-			return ""
-		}
-		s.crc = crc64.Update(s.crc, crcTable, buf)
-		return string(buf)
-	}
-	return string(s.raw(n))
-}
-
-func (s *snapReader) bytes() []byte {
-	n := s.uvarint()
-	if n == 0 || s.err != nil {
-		return nil
-	}
-	return s.raw(n - 1)
-}
+func (s *snapReader) bytes() []byte { return s.NullableBytes(maxSnapBytes) }
+func (s *snapReader) str() string   { return s.String(maxSnapBytes) }
 
 func (s *snapReader) acl() []wire.ACL {
-	k := s.uvarint()
-	if s.err != nil {
+	k := s.Uvarint()
+	if s.Err() != nil {
 		return nil
 	}
 	if k > 0 {
 		if k > uint64(len(s.acls)) {
-			s.fail(errCorrupt)
+			s.Fail(errCorrupt)
 			return nil
 		}
 		return s.acls[k-1]
 	}
-	count := s.uvarint()
+	count := s.Uvarint()
 	var acl []wire.ACL
-	for i := uint64(0); i < count && s.err == nil; i++ {
-		perms := s.int32()
+	for i := uint64(0); i < count && s.Err() == nil; i++ {
+		perms := s.Int32()
 		scheme := s.str()
 		id := s.str()
 		acl = append(acl, wire.ACL{Perms: perms, ID: wire.ID{Scheme: scheme, ID: id}})
@@ -292,38 +194,38 @@ func (s *snapReader) acl() []wire.ACL {
 func (s *snapReader) node() (name string, data []byte, acl []wire.ACL, st StoredStat, kids uint64) {
 	name = s.str()
 	data, acl = s.bytes(), s.acl()
-	st.Czxid, st.Mzxid, st.Pzxid = s.varint(), s.varint(), s.varint()
-	st.Ctime, st.Mtime = s.varint(), s.varint()
-	st.Version, st.Cversion, st.Aversion = s.int32(), s.int32(), s.int32()
-	st.EphemeralOwner = s.varint()
-	return name, data, acl, st, s.uvarint()
+	st.Czxid, st.Mzxid, st.Pzxid = s.Varint(), s.Varint(), s.Varint()
+	st.Ctime, st.Mtime = s.Varint(), s.Varint()
+	st.Version, st.Cversion, st.Aversion = s.Int32(), s.Int32(), s.Int32()
+	st.EphemeralOwner = s.Varint()
+	return name, data, acl, st, s.Uvarint()
 }
 
 // Restore reads a snapshot written by WriteSnapshot into a Loader, which
 // checks the tree; it also checks the node count, that the rebuilt tree's
 // Digest equals the one recorded, and the checksum.
 func Restore(r io.Reader) (*Tree, error) {
-	s := &snapReader{r: bufio.NewReaderSize(r, 64<<10), scratch: make([]byte, 4096)}
-	magic := s.raw(uint64(len(snapMagic)))
-	if s.err == nil && string(magic) != snapMagic {
+	s := &snapReader{Stream: record.NewStream(r, errCorrupt)}
+	magic := s.Raw(uint64(len(snapMagic)), maxSnapBytes)
+	if s.Err() == nil && string(magic) != snapMagic {
 		return nil, errCorrupt
 	}
 	l := NewLoader()
-	lastZxid := s.varint()
-	nsess := s.uvarint()
-	for i := uint64(0); i < nsess && s.err == nil; i++ {
-		id := s.varint()
-		timeout := s.int32()
+	lastZxid := s.Varint()
+	nsess := s.Uvarint()
+	for i := uint64(0); i < nsess && s.Err() == nil; i++ {
+		id := s.Varint()
+		timeout := s.Int32()
 		passwd := s.bytes()
-		if s.err == nil {
+		if s.Err() == nil {
 			if err := l.Session(id, timeout, passwd); err != nil {
 				return nil, fmt.Errorf("%w: %w", errCorrupt, err)
 			}
 		}
 	}
 	name, data, acl, st, rootKids := s.node()
-	if s.err != nil {
-		return nil, s.err
+	if s.Err() != nil {
+		return nil, s.Err()
 	}
 	if name != "" {
 		return nil, errCorrupt
@@ -336,7 +238,7 @@ func Restore(r io.Reader) (*Tree, error) {
 		left uint64
 	}
 	stack := []frame{{"", rootKids}}
-	for s.err == nil {
+	for s.Err() == nil {
 		for len(stack) > 0 && stack[len(stack)-1].left == 0 {
 			stack = stack[:len(stack)-1]
 		}
@@ -346,7 +248,7 @@ func Restore(r io.Reader) (*Tree, error) {
 		top := &stack[len(stack)-1]
 		top.left--
 		name, data, acl, st, kids := s.node()
-		if s.err != nil {
+		if s.Err() != nil {
 			break
 		}
 		if strings.IndexByte(name, '/') >= 0 {
@@ -360,12 +262,12 @@ func Restore(r io.Reader) (*Tree, error) {
 			stack = append(stack, frame{path, kids})
 		}
 	}
-	count := s.uvarint()
-	digest := s.raw(8)
-	crc := s.crc
-	sum := s.raw(8)
-	if s.err != nil {
-		return nil, s.err
+	count := s.Uvarint()
+	digest := s.Raw(8, 8)
+	crc := s.Sum()
+	sum := s.Raw(8, 8)
+	if s.Err() != nil {
+		return nil, s.Err()
 	}
 	if binary.LittleEndian.Uint64(sum) != crc {
 		return nil, errCorrupt

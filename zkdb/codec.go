@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"sync"
 
+	"github.com/hutchzk/hutch/internal/record"
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/wire"
 )
@@ -201,9 +202,9 @@ func DecodeEntry(b []byte) (Batch, error) {
 	default:
 		return Batch{}, fmt.Errorf("%w: entry version %d", ErrCorrupt, b[0])
 	}
-	r := &reader{b: body}
-	t := r.varint()
-	if r.bad {
+	r := record.NewSlice(body)
+	t := r.Varint()
+	if r.Bad() {
 		return Batch{}, ErrCorrupt
 	}
 	cmds, err := decodeCommands(r, true)
@@ -215,173 +216,110 @@ func DecodeEntry(b []byte) (Batch, error) {
 // enters the log. Only a leader decides a reconfig's outcome, so a
 // forwarded KindReconfig command is refused.
 func CheckCommands(b []byte) error {
-	_, err := decodeCommands(&reader{b: b}, false)
+	_, err := decodeCommands(record.NewSlice(b), false)
 	return err
 }
 
 // decodeCommands decodes a batch; KindReconfig commands only when
 // withReconfig is set.
-func decodeCommands(r *reader, withReconfig bool) ([]Command, error) {
+func decodeCommands(r *record.Slice, withReconfig bool) ([]Command, error) {
 	grants := false
-	if len(r.b) > 0 && r.b[0] == layoutMarker {
-		r.byte()
-		if r.byte() != layoutGrants {
+	if rest := r.Rest(); len(rest) > 0 && rest[0] == layoutMarker {
+		r.Byte()
+		if r.Byte() != layoutGrants {
 			return nil, fmt.Errorf("%w: unknown commands layout", ErrCorrupt)
 		}
 		grants = true
 	}
-	n := r.count(minCommandSize)
-	if r.bad {
+	n := r.Count(minCommandSize)
+	if r.Bad() {
 		return nil, ErrCorrupt
 	}
 	cmds := make([]Command, n)
 	for i := range cmds {
 		c := &cmds[i]
-		c.Origin = r.uvarint()
-		c.Seq = r.uvarint()
-		c.Conn = r.varint()
-		c.Order = r.uvarint()
-		c.Kind = Kind(r.byte())
-		c.Term = r.uvarint()
-		c.Txn.Session = r.varint()
-		timeout := r.varint()
+		c.Origin = r.Uvarint()
+		c.Seq = r.Uvarint()
+		c.Conn = r.Varint()
+		c.Order = r.Uvarint()
+		c.Kind = Kind(r.Byte())
+		c.Term = r.Uvarint()
+		c.Txn.Session = r.Varint()
+		timeout := r.Varint()
 		if timeout < -1<<31 || timeout >= 1<<31 {
-			r.bad = true
+			r.Fail()
 		}
 		c.Timeout = int32(timeout)
-		if na := r.count(2); na > 0 {
+		if na := r.Count(2); na > 0 {
 			c.Txn.Auth = make([]wire.ID, na)
 			for j := range c.Txn.Auth {
-				c.Txn.Auth[j] = wire.ID{Scheme: r.str(), ID: r.str()}
+				c.Txn.Auth[j] = wire.ID{Scheme: r.String(), ID: r.String()}
 			}
 		}
 		if grants {
-			c.Txn.Grants = r.grants()
+			c.Txn.Grants = readGrants(r)
 		}
-		c.Txn.Op, c.Txn.Req = r.request(c.Kind)
-		if r.bad || (c.Kind != KindTxn && c.Kind != KindAttach && (c.Kind != KindReconfig || !withReconfig)) {
+		c.Txn.Op, c.Txn.Req = readRequest(r, c.Kind)
+		if r.Bad() || (c.Kind != KindTxn && c.Kind != KindAttach && (c.Kind != KindReconfig || !withReconfig)) {
 			return nil, ErrCorrupt
 		}
 	}
-	if len(r.b) != 0 {
+	if len(r.Rest()) != 0 {
 		return nil, ErrCorrupt
 	}
 	return cmds, nil
 }
 
 // grants reads a command's grants (layout 3).
-func (r *reader) grants() *tree.Grants {
-	switch r.byte() {
+func readGrants(r *record.Slice) *tree.Grants {
+	switch r.Byte() {
 	case grantsNone:
 		return nil
 	case grantsSuper:
 		return &tree.Grants{Super: true}
 	case grantsList:
 	default:
-		r.bad = true
+		r.Fail()
 		return nil
 	}
-	n := r.count(uint64(len(tree.ACLDigest{})) + 1)
+	n := r.Count(uint64(len(tree.ACLDigest{})) + 1)
 	g := &tree.Grants{Entries: make([]tree.Grant, n)}
 	for i := range g.Entries {
-		copy(g.Entries[i].ACL[:], r.take(uint64(len(tree.ACLDigest{}))))
-		perms := r.varint()
+		copy(g.Entries[i].ACL[:], r.Take(uint64(len(tree.ACLDigest{}))))
+		perms := r.Varint()
 		if perms < -1<<31 || perms >= 1<<31 {
-			r.bad = true
+			r.Fail()
 		}
 		g.Entries[i].Perms = int32(perms)
 	}
 	return g
 }
 
-// reader walks encoded bytes. Every read is bounds-checked; the first
-// failure sticks and later reads return zero values.
-type reader struct {
-	b   []byte
-	bad bool
-}
-
-func (r *reader) uvarint() uint64 {
-	if r.bad {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.bad = true
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) varint() int64 {
-	if r.bad {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.bad = true
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) byte() byte {
-	if b := r.take(1); len(b) == 1 {
-		return b[0]
-	}
-	return 0
-}
-
-// take returns the next n bytes (aliasing the input).
-func (r *reader) take(n uint64) []byte {
-	if r.bad || n > uint64(len(r.b)) {
-		r.bad = true
-		return nil
-	}
-	v := r.b[:n:n]
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) str() string { return string(r.take(r.uvarint())) }
-
-// count reads a count and checks that count*minSize bytes could follow.
-func (r *reader) count(minSize uint64) int {
-	n := r.uvarint()
-	if r.bad || n > uint64(len(r.b))/minSize {
-		r.bad = true
-		return 0
-	}
-	return int(n)
-}
-
 // request reads varint(op) and its body, decoded as the op's request
 // type, or as an *Outcome for a KindReconfig command.
-func (r *reader) request(kind Kind) (wire.OpCode, any) {
-	v := r.varint()
+func readRequest(r *record.Slice, kind Kind) (wire.OpCode, any) {
+	v := r.Varint()
 	if v < -1<<31 || v >= 1<<31 {
-		r.bad = true
+		r.Fail()
 	}
 	op := wire.OpCode(v)
-	blen := r.uvarint()
-	if r.bad || blen == 0 {
+	blen := r.Uvarint()
+	if r.Bad() || blen == 0 {
 		return op, nil
 	}
-	body := r.take(blen - 1)
+	body := r.Take(blen - 1)
 	req, known := tree.NewRequest(op)
 	if kind == KindReconfig {
 		req, known = new(Outcome), op == wire.OpReconfig
 	}
-	if r.bad || !known || req == nil {
-		r.bad = true
+	if r.Bad() || !known || req == nil {
+		r.Fail()
 		return op, nil
 	}
 	d := wire.NewDecoder(body)
 	req.Decode(d)
 	if d.Err() != nil || d.Remaining() != 0 {
-		r.bad = true
+		r.Fail()
 		return op, nil
 	}
 	return op, req

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hutchzk/hutch/internal/record"
 	"github.com/hutchzk/hutch/membership"
 	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/watch"
@@ -129,53 +130,25 @@ type SnapshotInfo struct {
 // LastSnapshot reports the last snapshot this DB encoded, or nil.
 func (d *DB) LastSnapshot() *SnapshotInfo { return d.lastSnapshot.Load() }
 
-// snapReader reads the header, keeping a checksum of what it read.
-type snapReader struct {
-	r   *bufio.Reader
-	crc uint64
-	err error
-}
+// errBadHeader is a snapshot header value out of its bounds.
+var errBadHeader = errors.New("zkdb: snapshot: bad header")
 
-func (s *snapReader) ReadByte() (byte, error) {
-	b, err := s.r.ReadByte()
-	if err == nil {
-		s.crc = crc64.Update(s.crc, crcTable, []byte{b})
+// readMembership reads the membership and the replicas.
+func readMembership(s *record.Stream) (membership.Config, []Replica) {
+	c, rest, err := membership.DecodeConfig(s.Bytes(maxMembershipBytes))
+	if s.Err() == nil && (err != nil || len(rest) != 0) {
+		s.Fail(errors.New("zkdb: snapshot: bad membership"))
 	}
-	return b, err
-}
-
-func (s *snapReader) uvarint() uint64 {
-	v, err := binary.ReadUvarint(s)
-	if err != nil && s.err == nil {
-		s.err = err
-	}
-	return v
-}
-
-func (s *snapReader) varint() int64 {
-	v, err := binary.ReadVarint(s)
-	if err != nil && s.err == nil {
-		s.err = err
-	}
-	return v
-}
-
-// membership reads the membership and the replicas.
-func (s *snapReader) membership() (membership.Config, []Replica) {
-	c, rest, err := membership.DecodeConfig(s.bytes())
-	if s.err == nil && (err != nil || len(rest) != 0) {
-		s.fail(errors.New("zkdb: snapshot: bad membership"))
-	}
-	n := s.uvarint()
+	n := s.Uvarint()
 	if n > maxMembershipBytes {
-		s.fail(errors.New("zkdb: snapshot: bad replicas"))
+		s.Fail(errors.New("zkdb: snapshot: bad replicas"))
 	}
 	var replicas []Replica
-	for i := uint64(0); i < n && s.err == nil; i++ {
-		r := Replica{ID: s.uvarint(), Addr: string(s.bytes())}
+	for i := uint64(0); i < n && s.Err() == nil; i++ {
+		r := Replica{ID: s.Uvarint(), Addr: string(s.Bytes(maxMembershipBytes))}
 		v, err := s.ReadByte()
 		if err != nil || v > 1 {
-			s.fail(errors.New("zkdb: snapshot: bad replica"))
+			s.Fail(errors.New("zkdb: snapshot: bad replica"))
 		}
 		r.Voter = v == 1
 		replicas = append(replicas, r)
@@ -183,33 +156,8 @@ func (s *snapReader) membership() (membership.Config, []Replica) {
 	return c, replicas
 }
 
-// bytes reads uvarint(len) and that many bytes.
-func (s *snapReader) bytes() []byte {
-	n := s.uvarint()
-	if s.err != nil || n > maxMembershipBytes {
-		s.fail(errors.New("zkdb: snapshot: bad length"))
-		return nil
-	}
-	b := make([]byte, n)
-	for i := range b {
-		c, err := s.ReadByte()
-		if err != nil {
-			s.fail(err)
-			return nil
-		}
-		b[i] = c
-	}
-	return b
-}
-
 // maxMembershipBytes bounds what a snapshot's membership may claim.
 const maxMembershipBytes = 1 << 20
-
-func (s *snapReader) fail(err error) {
-	if s.err == nil {
-		s.err = err
-	}
-}
 
 // Restore replaces the state with a snapshot. At start-up (reset false)
 // nobody is connected yet; while serving (reset true) every watch is
@@ -223,34 +171,34 @@ func (d *DB) Restore(r io.Reader, reset bool) error {
 	}
 	withNode := string(magic) != snapMagicV1
 	withMembers := string(magic) == snapMagic
-	s := &snapReader{r: br}
-	applied := s.uvarint()
-	lastTime := s.varint()
-	n := s.uvarint()
+	s := record.NewStream(br, errBadHeader)
+	applied := s.Uvarint()
+	lastTime := s.Varint()
+	n := s.Uvarint()
 	owners := make(map[int64]*owner)
-	for i := uint64(0); i < n && s.err == nil; i++ {
-		id := s.varint()
-		o := &owner{conn: s.varint(), next: s.uvarint()}
-		timeout := s.varint()
+	for i := uint64(0); i < n && s.Err() == nil; i++ {
+		id := s.Varint()
+		o := &owner{conn: s.Varint(), next: s.Uvarint()}
+		timeout := s.Varint()
 		if timeout < 0 || timeout >= 1<<31 {
 			return errors.New("zkdb: snapshot: bad session timeout")
 		}
 		o.timeout = int32(timeout)
 		if withNode {
-			o.node = s.uvarint()
+			o.node = s.Uvarint()
 		}
 		owners[id] = o
 	}
 	var members membership.Config
 	var replicas []Replica
-	if withMembers && s.err == nil {
-		members, replicas = s.membership()
+	if withMembers && s.Err() == nil {
+		members, replicas = readMembership(s)
 	}
 	var sum [8]byte
-	if _, err := io.ReadFull(br, sum[:]); s.err != nil || err != nil {
-		return fmt.Errorf("zkdb: snapshot header: %w", errors.Join(s.err, err))
+	if _, err := io.ReadFull(br, sum[:]); s.Err() != nil || err != nil {
+		return fmt.Errorf("zkdb: snapshot header: %w", errors.Join(s.Err(), err))
 	}
-	if binary.LittleEndian.Uint64(sum[:]) != s.crc {
+	if binary.LittleEndian.Uint64(sum[:]) != s.Sum() {
 		return errors.New("zkdb: snapshot header checksum mismatch")
 	}
 	t, err := tree.Restore(br)
