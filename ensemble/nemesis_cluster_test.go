@@ -3,6 +3,7 @@ package ensemble
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchzk/hutch/internal/diskfault"
 	"github.com/hutchzk/hutch/internal/faultnet"
 	"github.com/hutchzk/hutch/internal/nemesis"
 	"github.com/hutchzk/hutch/internal/realzk"
@@ -27,29 +29,41 @@ type procCluster struct {
 	*ensemble // the nodes; start, stopAll and digest are reused
 	sw        *faultnet.Switch
 
-	mu     sync.Mutex // guards paused and floodRSS
+	mu     sync.Mutex // guards paused, floodRSS and rng
 	paused map[int]bool
 	// floodRSS is the flooded node's resident memory (KiB) before and at
 	// most during each flood.
 	floodRSS [][2]int64
+	// disks hold the nodes' data directories, by index, when the test
+	// can mount them (diskfault), for the disk faults; rng picks where a
+	// log is damaged.
+	disks []*diskfault.Disk
+	rng   *rand.Rand
 }
 
 // startProcCluster starts three hutch processes with data directories and
-// returns once one of them leads.
-func startProcCluster(tb testing.TB) *procCluster {
+// returns once one of them leads. With disks, each keeps its data on a
+// disk of its own that the disk faults can fill or fail.
+func startProcCluster(tb testing.TB, disks bool) *procCluster {
 	tb.Helper()
 	e := newEnsemble(tb)
 	e.extraArgs = []string{"--tick-time", "500ms", "--election-timeout", "1s"}
-	c := &procCluster{ensemble: e, paused: make(map[int]bool)}
+	c := &procCluster{ensemble: e, paused: make(map[int]bool), rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26))}
 	var routes []faultnet.Route
 	for i := 1; i <= 3; i++ {
 		ip := fmt.Sprintf("127.0.0.%d", i)
+		dataDir := filepath.Join(e.base, fmt.Sprintf("data-%d", i))
+		if disks {
+			d := diskfault.FailingSync(tb, procDiskBack, procDiskSize)
+			c.disks = append(c.disks, d)
+			dataDir = filepath.Join(d.Dir, "data")
+		}
 		nd := &node{
 			id:         i,
 			clientAddr: "127.0.0.1:" + strconv.Itoa(realzk.FreePort(tb)),
 			raftAddr:   ip + ":" + strconv.Itoa(realzk.FreePortOn(tb, ip)),
 			adminAddr:  "127.0.0.1:" + strconv.Itoa(realzk.FreePort(tb)),
-			dataDir:    filepath.Join(e.base, fmt.Sprintf("data-%d", i)),
+			dataDir:    dataDir,
 		}
 		e.nodes = append(e.nodes, nd)
 		routes = append(routes, faultnet.Route{Node: strconv.Itoa(i), IP: ip, Target: nd.raftAddr, FrontPort: realzk.FreePortOn(tb, ip)})
@@ -301,6 +315,97 @@ func (c *procCluster) Expiries() ([]nemesis.ServerExpiry, error) {
 		}
 	}
 	return out, nil
+}
+
+// The disks: ext4 of procDiskSize over a tmpfs of procDiskBack, so
+// filling the filesystem gives ENOSPC and filling the tmpfs failing
+// fsyncs.
+const (
+	procDiskSize = 128 << 20
+	procDiskBack = 160 << 20
+)
+
+func (c *procCluster) disk(i int) (*diskfault.Disk, error) {
+	if i < 0 || i >= len(c.disks) {
+		return nil, nemesis.ErrUnsupported
+	}
+	return c.disks[i], nil
+}
+
+// FillDisk fills node i's filesystem.
+func (c *procCluster) FillDisk(i int) error {
+	d, err := c.disk(i)
+	if err != nil {
+		return err
+	}
+	return d.Fill()
+}
+
+// FailSyncs makes node i's fsyncs fail.
+func (c *procCluster) FailSyncs(i int) error {
+	d, err := c.disk(i)
+	if err != nil {
+		return err
+	}
+	return d.FailSyncs()
+}
+
+// Halted reports whether node i's process exited of itself, saying it
+// stopped itself (the hutch command exits when its member halts).
+func (c *procCluster) Halted(i int) bool {
+	nd := c.nodes[i]
+	p := nd.current()
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+	default:
+		return false
+	}
+	return strings.Contains(tail(p.logFile), "stopped itself")
+}
+
+// DamageLog changes node i's log, which must be down.
+func (c *procCluster) DamageLog(i int, d nemesis.Damage) (string, error) {
+	if _, _, err := c.running(i); err == nil {
+		return "", fmt.Errorf("node %d is running", i+1)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d == nemesis.TearTail {
+		return diskfault.TearTail(c.nodes[i].dataDir, c.rng)
+	}
+	return diskfault.FlipByte(c.nodes[i].dataDir, c.rng)
+}
+
+// Recover stops node i if it still runs, frees its disk (or, with wipe,
+// puts an empty one in its place, as an operator would) and starts it,
+// once the others have a leader when it was wiped: a wiped member forgets
+// its vote, and must not come back into an election it voted in.
+func (c *procCluster) Recover(i int, wipe bool) error {
+	if _, _, err := c.running(i); err == nil {
+		if err := c.Kill(i); err != nil {
+			return err
+		}
+	}
+	d, err := c.disk(i)
+	if err != nil {
+		return err
+	}
+	if wipe {
+		err = d.Reset()
+		deadline := time.Now().Add(20 * time.Second)
+		for c.Leader() < 0 && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond) // polling other processes
+		}
+	} else {
+		err = d.Free()
+	}
+	if err != nil {
+		return err
+	}
+	return c.start(c.nodes[i])
 }
 
 // Digests returns each node's "digest@zxid" from its admin HTTP server.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchzk/hutch/internal/diskfault"
 	"github.com/hutchzk/hutch/internal/nemesis"
 )
 
@@ -25,7 +26,7 @@ func TestEnsembleNemesis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := startProcCluster(t)
+	c := startProcCluster(t, diskfault.CanMount(t))
 	nemesis.Check(t, c, nemesis.Config{
 		Seed:           *nemesisSeed,
 		Faults:         *nemesisFaults,
@@ -40,6 +41,27 @@ func TestEnsembleNemesis(t *testing.T) {
 			t.Errorf("a flooded node's resident memory grew by %d KiB (from %d KiB), bound %d KiB", grew, rss[0], maxFloodGrowthKiB)
 		}
 	}
+}
+
+var nemesisDiskFaults = flag.Int("nemesis.diskfaults", len(nemesis.DiskKinds), "faults TestEnsembleNemesisDisk injects, disk faults only")
+
+// TestEnsembleNemesisDisk runs the nemesis's disk faults against three
+// hutch processes, each on a disk of its own (ext4 on a loop device):
+// a follower's, the leader's and every member's filesystem full, a
+// follower's fsyncs failing, a byte of a stopped follower's log changed
+// and its tail torn, under the usual workloads and checks, reads without
+// sync among them.
+func TestEnsembleNemesisDisk(t *testing.T) {
+	if !diskfault.CanMount(t) {
+		t.Skip("the disk faults need root to mount disks")
+	}
+	c := startProcCluster(t, true)
+	nemesis.Check(t, c, nemesis.Config{
+		Seed:           *nemesisSeed,
+		Faults:         max(*nemesisDiskFaults, 1),
+		Kinds:          nemesis.DiskKinds,
+		SessionTimeout: 4 * time.Second,
+	})
 }
 
 // maxFloodGrowthKiB bounds how much a peer flood may grow a node's

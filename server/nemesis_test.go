@@ -2,15 +2,19 @@ package server
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hutchzk/hutch/clock"
+	"github.com/hutchzk/hutch/internal/diskfault"
 	"github.com/hutchzk/hutch/internal/faultnet"
 	"github.com/hutchzk/hutch/internal/nemesis"
 	"github.com/hutchzk/hutch/internal/realzk"
@@ -33,19 +37,25 @@ type inprocCluster struct {
 	network  *faultnet.Network
 	expiries *expiryRecorder
 
-	mu    sync.Mutex // guards nodes' servers
+	mu    sync.Mutex // guards nodes' servers and rng
 	nodes []*inprocNode
+	rng   *rand.Rand // where DamageLog damages
 }
 
 type inprocNode struct {
 	cfg   Config // fixed addresses and data directory, reused on restart
 	clock *clock.Offset
 	srv   *Server // nil while killed
+	// disk holds the data directory, when the test can mount one
+	// (diskfault: ext4 on a loop device), for the disk faults.
+	disk *diskfault.Disk
 }
 
-func startInprocCluster(tb testing.TB, tick time.Duration) *inprocCluster {
+// startInprocCluster starts three nodes; with disks, each keeps its data
+// on a disk of its own that the disk faults can fill or fail.
+func startInprocCluster(tb testing.TB, tick time.Duration, disks bool) *inprocCluster {
 	tb.Helper()
-	c := &inprocCluster{tb: tb, network: faultnet.New(), expiries: &expiryRecorder{}}
+	c := &inprocCluster{tb: tb, network: faultnet.New(), expiries: &expiryRecorder{}, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26))}
 	const n = 3
 	peers := make(map[uint64]string, n)
 	for id := uint64(1); id <= n; id++ {
@@ -55,14 +65,20 @@ func startInprocCluster(tb testing.TB, tick time.Duration) *inprocCluster {
 	for i := range n {
 		id := uint64(i + 1)
 		off := clock.NewOffset(clock.System, 0)
-		c.nodes = append(c.nodes, &inprocNode{clock: off, cfg: Config{
+		dataDir := filepath.Join(base, fmt.Sprint(id))
+		var disk *diskfault.Disk
+		if disks {
+			disk = diskfault.FailingSync(tb, nemesisDiskBack, nemesisDiskSize)
+			dataDir = filepath.Join(disk.Dir, "data")
+		}
+		c.nodes = append(c.nodes, &inprocNode{clock: off, disk: disk, cfg: Config{
 			ListenAddr:          fmt.Sprintf("127.0.0.1:%d", realzk.FreePort(tb)),
 			TickTime:            tick,
 			MaxClientConnsPerIP: -1,
 			Clock:               off,
 			Logger:              slog.New(c.expiries.handler(i, testLogger().Handler())),
 			Raft: &raftstore.Config{NodeID: id, RaftAddr: peers[id], Peers: peers,
-				DataDir: filepath.Join(base, fmt.Sprint(id)), Secret: []byte("in-process nemesis secret"),
+				DataDir: dataDir, Secret: []byte("in-process nemesis secret"),
 				Dial: c.network.Dialer(peers[id])},
 		}})
 	}
@@ -133,7 +149,7 @@ func (c *inprocCluster) Restart(i int) error {
 	var err error
 	for attempt := 0; attempt < 50; attempt++ {
 		// The old listeners may take a moment to let go of their ports.
-		if err = s.Start(); err == nil {
+		if err = s.Start(); err == nil || !errors.Is(err, syscall.EADDRINUSE) {
 			break
 		}
 		s = New(cfg)
@@ -202,6 +218,86 @@ func (c *inprocCluster) Digests() ([]string, error) {
 	return out, nil
 }
 
+// The in-process nemesis's disks: an ext4 filesystem of nemesisDiskSize
+// over a tmpfs of nemesisDiskBack, so filling the filesystem gives
+// ENOSPC and filling the tmpfs failing fsyncs.
+const (
+	nemesisDiskSize = 128 << 20
+	nemesisDiskBack = 160 << 20
+)
+
+func (c *inprocCluster) disk(i int) (*diskfault.Disk, error) {
+	if d := c.nodes[i].disk; d != nil {
+		return d, nil
+	}
+	return nil, nemesis.ErrUnsupported
+}
+
+// FillDisk fills node i's filesystem.
+func (c *inprocCluster) FillDisk(i int) error {
+	d, err := c.disk(i)
+	if err != nil {
+		return err
+	}
+	return d.Fill()
+}
+
+// FailSyncs makes node i's fsyncs fail.
+func (c *inprocCluster) FailSyncs(i int) error {
+	d, err := c.disk(i)
+	if err != nil {
+		return err
+	}
+	return d.FailSyncs()
+}
+
+// Halted reports whether node i stopped itself.
+func (c *inprocCluster) Halted(i int) bool {
+	s := c.server(i)
+	return s != nil && s.HaltError() != nil
+}
+
+// DamageLog changes node i's log, which must be down.
+func (c *inprocCluster) DamageLog(i int, d nemesis.Damage) (string, error) {
+	if c.server(i) != nil {
+		return "", fmt.Errorf("node %d is running", i+1)
+	}
+	dir := c.nodes[i].cfg.Raft.DataDir
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d == nemesis.TearTail {
+		return diskfault.TearTail(dir, c.rng)
+	}
+	return diskfault.FlipByte(dir, c.rng)
+}
+
+// Recover stops node i, frees its disk (or, with wipe, puts an empty one
+// in its place, as an operator would) and starts it once the others have
+// a leader: a wiped member forgets its vote, so it must not come back
+// into an election it may already have voted in.
+func (c *inprocCluster) Recover(i int, wipe bool) error {
+	if err := c.Kill(i); err != nil {
+		c.tb.Logf("stopping node %d: %v", i+1, err)
+	}
+	d, err := c.disk(i)
+	if err != nil {
+		return err
+	}
+	if wipe {
+		err = d.Reset()
+		deadline := time.Now().Add(20 * time.Second)
+		for c.Leader() < 0 && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+	} else {
+		err = d.Free()
+	}
+	if err != nil {
+		return err
+	}
+	return c.Restart(i)
+}
+
 // TestClusterNemesis runs the nemesis against three in-process nodes:
 // crash and restart from the data directory, silent partitions, leader
 // kills during session churn, and clock skew (one node's clock an hour
@@ -212,7 +308,7 @@ func TestClusterNemesis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := startInprocCluster(t, 500*time.Millisecond)
+	c := startInprocCluster(t, 500*time.Millisecond, diskfault.CanMount(t))
 	nemesis.Check(t, c, nemesis.Config{
 		Seed:           *inprocSeed,
 		Faults:         *inprocFaults,
@@ -223,6 +319,26 @@ func TestClusterNemesis(t *testing.T) {
 		SkewFor:        3 * time.Second,
 	})
 }
+
+// TestClusterNemesisDisk runs the nemesis's disk faults against three
+// in-process nodes, each on a disk of its own: a follower's, the leader's
+// and every member's filesystem full, a follower's fsyncs failing, a
+// byte of a follower's log changed and its tail torn, under the usual
+// workloads and checks, reads without sync among them.
+func TestClusterNemesisDisk(t *testing.T) {
+	if !diskfault.CanMount(t) {
+		t.Skip("the disk faults need root to mount disks")
+	}
+	c := startInprocCluster(t, 500*time.Millisecond, true)
+	nemesis.Check(t, c, nemesis.Config{
+		Seed:           *inprocSeed,
+		Faults:         max(*inprocDiskFaults, 1),
+		Kinds:          nemesis.DiskKinds,
+		SessionTimeout: 4 * time.Second,
+	})
+}
+
+var inprocDiskFaults = flag.Int("nemesis.diskfaults", len(nemesis.DiskKinds), "faults TestClusterNemesisDisk injects, disk faults only")
 
 // expiryRecorder notes the sessions the nodes log expiring, as the
 // nemesis's server-side record of expiries.

@@ -282,7 +282,10 @@ func (s *Server) Close() error {
 	}
 	var err error
 	if s.ln != nil {
-		err = s.ln.Close()
+		// A member that halted closed it already.
+		if err = s.ln.Close(); errors.Is(err, net.ErrClosed) {
+			err = nil
+		}
 	}
 	if s.secureLn != nil {
 		_ = s.secureLn.Close()

@@ -235,3 +235,45 @@ func (d *Disk) Reset() error {
 	}
 	return d.format(size)
 }
+
+var (
+	canMountOnce sync.Once
+	canMountErr  error
+)
+
+// CanMount reports whether this process can make the disks (root, mount,
+// a loop device, mkfs.ext4), trying once. Where it cannot, a test under
+// CI=true fails: the disk faults must not be skipped there.
+func CanMount(tb testing.TB) bool {
+	tb.Helper()
+	canMountOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "hutch-canmount-")
+		if err != nil {
+			canMountErr = err
+			return
+		}
+		defer os.Remove(dir)
+		if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=1048576"); err != nil {
+			canMountErr = err
+			return
+		}
+		defer syscall.Unmount(dir, syscall.MNT_DETACH)
+		for _, tool := range []string{"losetup", "mkfs.ext4"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				canMountErr = err
+				return
+			}
+		}
+		if _, err := os.Stat("/dev/loop-control"); err != nil {
+			canMountErr = err
+		}
+	})
+	if canMountErr == nil {
+		return true
+	}
+	if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
+		tb.Fatalf("diskfault: cannot make disks for the disk faults (root, mount and loop devices are needed; CI runs as root): %v", canMountErr)
+	}
+	tb.Logf("diskfault: no disk faults: %v", canMountErr)
+	return false
+}

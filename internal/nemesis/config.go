@@ -50,6 +50,15 @@ type Config struct {
 	// overlaps was restarted (3s).
 	FloodFor time.Duration
 
+	// DiskFor is how long a disk fault holds once it has bitten (3s).
+	DiskFor time.Duration
+	// FreshReaders read a counter without sync (3), each every
+	// FreshEvery (50ms), while a ticker sets it every FreshEvery too; no
+	// read may be older than FreshnessBound (half the session timeout).
+	FreshReaders   int
+	FreshEvery     time.Duration
+	FreshnessBound time.Duration
+
 	// LockClients take the fenced fair lock (3).
 	LockClients int
 	// Pipelines are raw-protocol writers (2), each keeping up to
@@ -100,6 +109,10 @@ func (c Config) withDefaults() Config {
 	dur(&c.SkewFor, 3*time.Second)
 	dur(&c.OneWayFor, max(6*time.Second, c.SessionTimeout*3/2))
 	dur(&c.FloodFor, 3*time.Second)
+	dur(&c.DiskFor, 3*time.Second)
+	def(&c.FreshReaders, 3)
+	dur(&c.FreshEvery, 50*time.Millisecond)
+	dur(&c.FreshnessBound, c.SessionTimeout/2)
 	def(&c.LockClients, 3)
 	def(&c.Pipelines, 2)
 	def(&c.PipelineWindow, 32)

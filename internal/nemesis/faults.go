@@ -35,12 +35,14 @@ const (
 	PeerFlood Kind = "peer-flood"
 )
 
-// Kinds lists every fault kind, in report order.
-var Kinds = []Kind{KillLeader, KillFollower, PauseLeader, PauseFollower,
-	PartitionLeader, PartitionFollower, KillLeaderInChurn, SkewClock, OneWayCut, PeerFlood}
+// Kinds lists every fault kind, in report order: the network and
+// process faults, then the disk faults (DiskKinds, which need a
+// DiskCluster).
+var Kinds = append([]Kind{KillLeader, KillFollower, PauseLeader, PauseFollower,
+	PartitionLeader, PartitionFollower, KillLeaderInChurn, SkewClock, OneWayCut, PeerFlood}, DiskKinds...)
 
 func (k Kind) onLeader() bool {
-	return k == KillLeader || k == PauseLeader || k == PartitionLeader || k == KillLeaderInChurn
+	return k == KillLeader || k == PauseLeader || k == PartitionLeader || k == KillLeaderInChurn || k == FullDiskLeader
 }
 
 // clock is how times appear in logs and details, to match servers' logs.
@@ -188,7 +190,13 @@ func (r *runner) inject(ctx context.Context, kind Kind) (faultRecord, error) {
 		hold(r.cfg.SkewFor)
 		err = r.c.Skew(target, 0)
 	default:
-		err = fmt.Errorf("unknown fault kind %q", kind)
+		if !isDiskKind(kind) {
+			err = fmt.Errorf("unknown fault kind %q", kind)
+			break
+		}
+		if err = r.injectDisk(ctx, kind, target); errors.Is(err, ErrUnsupported) {
+			return rec, err
+		}
 	}
 	rec.end = time.Now()
 	return rec, err

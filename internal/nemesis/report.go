@@ -62,6 +62,20 @@ type Report struct {
 	DigestsEqual bool
 	Digests      []string
 
+	// FreshReads are reads without sync of a counter set every tick;
+	// FrozenReads those older than FreshnessBound (must be 0), WrongReads
+	// those of a value never written (must be 0); StalestRead is how
+	// stale the stalest read was (how long before it began the first
+	// value it missed had been acknowledged).
+	FreshReads, FrozenReads, WrongReads int
+	FreshnessBound, StalestRead         time.Duration
+	// DiskHalts counts the nodes that stopped themselves on a disk
+	// fault; DiskNotHalted the disk faults after which the node went on
+	// (must be 0). DamageRefused counts damaged logs a node refused to
+	// start from, DamageStarted flipped bytes it started from anyway
+	// (the byte outside any record).
+	DiskHalts, DiskNotHalted, DamageRefused, DamageStarted int
+
 	// Problems are failures of the run itself or of liveness: a fault
 	// not undone, no write after one, a workload that made no progress.
 	Problems []string
@@ -94,6 +108,9 @@ func (r *Report) Err() error {
 		"fence counter is %d, want %d acknowledged increments plus at most %d of unknown outcome", r.FenceValue, r.FenceAcked, r.FenceUnknown)
 	add(r.Linearizability != "legal", "register history: %s", r.Linearizability)
 	add(!r.DigestsEqual, "digests differ after healing: %v", r.Digests)
+	add(r.FrozenReads > 0, "reads older than %v: %d of %d (the stalest %v)", r.FreshnessBound, r.FrozenReads, r.FreshReads, r.StalestRead)
+	add(r.WrongReads > 0, "reads of a value never written: %d of %d", r.WrongReads, r.FreshReads)
+	add(r.DiskNotHalted > 0, "nodes that went on after their disk failed: %d", r.DiskNotHalted)
 	add(len(r.WorkloadErrors) > 0, "unexpected client errors: %d", len(r.WorkloadErrors))
 	if len(v) == 0 {
 		return nil
@@ -201,8 +218,25 @@ func (r *Report) String() string {
 		digest = "equal on all nodes: " + r.Digests[0]
 	}
 	row(r.DigestsEqual, "final digests", "%s", digest)
+	if r.FreshReads > 0 {
+		row(r.FrozenReads == 0 && r.WrongReads == 0, "reads without sync", "%d: %d older than %v (the stalest %v), %d of a value never written",
+			r.FreshReads, r.FrozenReads, r.FreshnessBound, r.StalestRead.Round(time.Millisecond), r.WrongReads)
+	}
+	if n := r.disks(); n > 0 {
+		row(r.DiskNotHalted == 0, "disk faults", "%d: %d node stops, %d went on; damaged logs refused %d, started from %d",
+			n, r.DiskHalts, r.DiskNotHalted, r.DamageRefused, r.DamageStarted)
+	}
 	row(len(r.Problems) == 0 && len(r.WorkloadErrors) == 0, "run problems", "%d problems, %d unexpected client errors",
 		len(r.Problems), len(r.WorkloadErrors))
 	tw.Flush()
 	return b.String()
+}
+
+// disks counts the disk faults injected.
+func (r *Report) disks() int {
+	n := 0
+	for _, k := range DiskKinds {
+		n += r.Faults[k]
+	}
+	return n
 }

@@ -34,6 +34,7 @@ type runner struct {
 	live   *liveWorkload
 	churn  *churnWorkload
 	reg    *registerWorkload
+	fresh  *freshWorkload
 	faults []faultRecord
 }
 
@@ -149,6 +150,7 @@ func (r *runner) setup(ctx context.Context) error {
 	}{
 		{root, ""}, {root + "/lock", ""}, {root + "/fence", "0"}, {root + "/order", ""},
 		{root + "/live", ""}, {root + "/churn", ""}, {root + "/reg", ""}, {root + "/probe", ""},
+		{root + "/disk", ""}, {root + "/fresh", "0"},
 	}
 	for k := range r.cfg.RegisterKeys {
 		nodes = append(nodes, struct{ path, data string }{fmt.Sprintf("%s/reg/k%d", root, k), "init"})
@@ -213,6 +215,21 @@ func (r *runner) startWorkloads(ctx context.Context, wg *sync.WaitGroup) error {
 		}
 		wg.Go(func() { r.reg.run(ctx, i, s, r.cfg.Seed) })
 	}
+	r.fresh = &freshWorkload{path: root + "/fresh", bound: r.cfg.FreshnessBound}
+	if r.cfg.FreshReaders > 0 {
+		ticker, err := r.dial(ctx, "fresh")
+		if err != nil {
+			return err
+		}
+		wg.Go(func() { r.fresh.tick(ctx, ticker, r.cfg.FreshEvery, r.cfg.OpTimeout) })
+		for i := range r.cfg.FreshReaders {
+			s, err := r.dial(ctx, "fresh")
+			if err != nil {
+				return err
+			}
+			wg.Go(func() { r.fresh.read(ctx, i, s, r.cfg.FreshEvery, r.cfg.OpTimeout) })
+		}
+	}
 	// Keep the leader fresh for the churn, which avoids it.
 	wg.Go(func() {
 		for i := 0; i < 1_000_000 && ctx.Err() == nil; i++ {
@@ -273,6 +290,10 @@ func (r *runner) check(ctx context.Context) {
 
 	r.checkLock(ctx)
 	r.checkPipelines(ctx)
+	fr := r.fresh.check()
+	rep.FreshReads, rep.FrozenReads, rep.WrongReads, rep.StalestRead = fr.reads, fr.frozen, fr.wrong, fr.worst
+	rep.FreshnessBound = r.cfg.FreshnessBound
+	rep.Details = append(rep.Details, fr.details...)
 
 	r.mu.Lock()
 	sessions := slices.Clone(r.sessions)

@@ -1,0 +1,97 @@
+package diskfault
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// logFiles lists a hutch data directory's log files, newest segment
+// last: seglog's segments, or a bolt or raft-wal store's files.
+func logFiles(dataDir string) []string {
+	var files []string
+	for _, pattern := range []string{"log/*.seg", "raft.db", "wal/*.wal"} {
+		m, _ := filepath.Glob(filepath.Join(dataDir, pattern))
+		files = append(files, m...)
+	}
+	sort.Strings(files)
+	return files
+}
+
+// written returns how far b holds data: up to its last non-zero byte (a
+// store may zero-fill its files ahead of what it wrote).
+func written(b []byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] != 0 {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// FlipByte changes one byte inside the records of the newest log file of
+// dataDir (past its first 64 bytes, a segment's header, and before the
+// zeros a store allocates ahead), as bit rot does, and says where.
+func FlipByte(dataDir string, rng *rand.Rand) (string, error) {
+	files := logFiles(dataDir)
+	if len(files) == 0 {
+		return "", errors.New("diskfault: no log files in " + dataDir)
+	}
+	path := files[len(files)-1]
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	end := written(b)
+	if end <= 64 {
+		return "", fmt.Errorf("diskfault: %s holds no records", path)
+	}
+	off := 64 + rng.IntN(end-64)
+	b[off] ^= byte(1 + rng.IntN(255))
+	if err := writeBack(path, b[off:off+1], int64(off)); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("byte %d of %s (%d written)", off, path, end), nil
+}
+
+// TearTail zeroes the last few bytes written to the newest log file of
+// dataDir, as a write cut off by a crash leaves them, and says where.
+func TearTail(dataDir string, rng *rand.Rand) (string, error) {
+	files := logFiles(dataDir)
+	if len(files) == 0 {
+		return "", errors.New("diskfault: no log files in " + dataDir)
+	}
+	path := files[len(files)-1]
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	end := written(b)
+	if end <= 64 {
+		return "", fmt.Errorf("diskfault: %s holds no records", path)
+	}
+	n := 1 + rng.IntN(min(64, end-64))
+	if err := writeBack(path, make([]byte, n), int64(end-n)); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("the last %d of %d bytes written to %s zeroed", n, end, path), nil
+}
+
+func writeBack(path string, b []byte, off int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(b, off); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,188 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// DiskCluster is a Cluster whose nodes keep their data on disks that can
+// fail. The disk fault kinds need one; a Cluster without it has them
+// left out, as unsupported.
+type DiskCluster interface {
+	Cluster
+	// FillDisk fills node i's filesystem: its writes that need a new
+	// block fail with ENOSPC.
+	FillDisk(i int) error
+	// FailSyncs makes node i's fsyncs fail, and its filesystem refuse
+	// writes thereafter, as a failing disk does.
+	FailSyncs(i int) error
+	// DamageLog changes node i's log on disk, which it must not be
+	// running on (Kill it first), and says what it changed.
+	DamageLog(i int, d Damage) (string, error)
+	// Recover brings node i back after a disk fault: it stops the node
+	// if it still runs, frees its disk, or with wipe replaces it with an
+	// empty one (as an operator replaces a failed disk, or a log that is
+	// damaged, so that the node resyncs from the others), and starts it.
+	Recover(i int, wipe bool) error
+	// Halted reports whether node i stopped itself (a process: exited of
+	// itself).
+	Halted(i int) bool
+}
+
+// Damage is a change DamageLog makes to a log.
+type Damage int
+
+const (
+	// FlipByte changes one byte inside a record of the log.
+	FlipByte Damage = iota
+	// TearTail cuts the log's last record part-way, as a crash in the
+	// middle of a write leaves it.
+	TearTail
+)
+
+// The disk fault kinds.
+const (
+	// FullDiskFollower: a follower's filesystem fills while writes go on;
+	// it must stop serving (its clients move), and come back once space
+	// is freed.
+	FullDiskFollower Kind = "full-disk-follower"
+	// FullDiskLeader: the same to the leader; the others elect another.
+	FullDiskLeader Kind = "full-disk-leader"
+	// FullDiskAll: every member's filesystem fills: the ensemble stops
+	// taking writes, and comes back, with every acknowledged one, once
+	// space is freed and the members restarted.
+	FullDiskAll Kind = "full-disk-all"
+	// FailingSync: a follower's fsyncs fail; it stops, and comes back on
+	// a new, empty disk, resyncing from the others.
+	FailingSync Kind = "failing-fsync"
+	// FlippedByte: one byte of a stopped follower's log changes; it must
+	// refuse to start (or start only where the byte was in no record),
+	// and comes back from an empty data directory.
+	FlippedByte Kind = "flipped-byte"
+	// TornTail: a stopped follower's last log record is cut part-way; it
+	// starts (cutting the torn record, or refusing, and then from an
+	// empty data directory) and catches up.
+	TornTail Kind = "torn-tail"
+)
+
+// DiskKinds are the disk fault kinds.
+var DiskKinds = []Kind{FullDiskFollower, FullDiskLeader, FullDiskAll, FailingSync, FlippedByte, TornTail}
+
+func isDiskKind(k Kind) bool {
+	for _, d := range DiskKinds {
+		if d == k {
+			return true
+		}
+	}
+	return false
+}
+
+// diskBurst writes about 4 MB through the admin session, in 512 KB
+// values, so that every member appends past what its log files hold
+// already (a store may allocate ahead: seglog a megabyte at a time,
+// ZooKeeper 64 MB); a full disk bites only then. Failures are expected.
+func (r *runner) diskBurst(ctx context.Context, within time.Duration) int {
+	value := make([]byte, 512<<10)
+	deadline := time.Now().Add(within)
+	acked := 0
+	for i := 0; i < 8 && time.Now().Before(deadline); i++ {
+		err := Call(ctx, min(r.cfg.OpTimeout, time.Until(deadline)), func() error {
+			_, err := r.admin.conn.Set(r.cfg.Root+"/disk", value, -1)
+			return err
+		})
+		if err == nil {
+			acked++
+		}
+	}
+	return acked
+}
+
+// injectDisk applies, holds and undoes one disk fault on target (the
+// leader for FullDiskLeader, a follower otherwise; every node for
+// FullDiskAll).
+func (r *runner) injectDisk(ctx context.Context, kind Kind, target int) error {
+	dc, ok := r.c.(DiskCluster)
+	if !ok {
+		return ErrUnsupported
+	}
+	targets := []int{target}
+	if kind == FullDiskAll {
+		targets = targets[:0]
+		for i := range r.c.Size() {
+			targets = append(targets, i)
+		}
+	}
+	switch kind {
+	case FullDiskFollower, FullDiskLeader, FullDiskAll, FailingSync:
+		for _, i := range targets {
+			var err error
+			if kind == FailingSync {
+				err = dc.FailSyncs(i)
+			} else {
+				err = dc.FillDisk(i)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		acked := r.diskBurst(ctx, 10*time.Second)
+		time.Sleep(r.cfg.DiskFor)
+		var halted []string
+		for _, i := range targets {
+			if dc.Halted(i) {
+				halted = append(halted, fmt.Sprint(i))
+				r.rep.DiskHalts++
+			}
+		}
+		r.logf("%s: %d of 8 large writes acknowledged meanwhile; nodes that stopped themselves: [%s]", kind, acked, strings.Join(halted, " "))
+		if len(halted) == 0 && kind != FullDiskAll {
+			// A disk that failed under 4 MB of writes and a node that
+			// went on: it served from a state it could not keep.
+			r.rep.DiskNotHalted++
+			r.rep.Details = append(r.rep.Details, fmt.Sprintf("%s of node %d: the node did not stop itself", kind, target))
+		}
+		for _, i := range targets {
+			if err := dc.Recover(i, kind == FailingSync); err != nil {
+				return fmt.Errorf("recover node %d: %w", i, err)
+			}
+		}
+		return nil
+	case FlippedByte, TornTail:
+		if err := r.c.Kill(target); err != nil {
+			return fmt.Errorf("kill: %w", err)
+		}
+		how := FlipByte
+		if kind == TornTail {
+			how = TearTail
+		}
+		what, err := dc.DamageLog(target, how)
+		if err != nil {
+			return fmt.Errorf("damage the log: %w", err)
+		}
+		err = r.c.Restart(target)
+		switch {
+		case err == nil:
+			r.logf("%s of node %d (%s): it started", kind, target, what)
+			if kind == FlippedByte {
+				r.rep.DamageStarted++
+			}
+			return nil
+		case errors.Is(err, ErrUnsupported):
+			return err
+		}
+		r.rep.DamageRefused++
+		r.logf("%s of node %d (%s): it refused to start: %s", kind, target, what, firstLine(err.Error()))
+		return dc.Recover(target, true)
+	}
+	return fmt.Errorf("not a disk fault: %s", kind)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
