@@ -174,15 +174,18 @@ func (r *runner) injectDisk(ctx context.Context, kind Kind, target int) error {
 			return err
 		}
 		r.rep.DamageRefused++
-		r.logf("%s of node %d (%s): it refused to start: %s", kind, target, what, firstLine(err.Error()))
+		r.logf("%s of node %d (%s): it refused to start: %s", kind, target, what, gist(err.Error()))
 		return dc.Recover(target, true)
 	}
 	return fmt.Errorf("not a disk fault: %s", kind)
 }
 
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
+// gist shortens a start-up error to its first line and, where a
+// process's log follows it, the log's last line: the reason it gave.
+func gist(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) == 1 {
+		return lines[0]
 	}
-	return s
+	return lines[0] + " " + strings.TrimSpace(lines[len(lines)-1])
 }
