@@ -85,6 +85,10 @@ func importRun(t *testing.T, compress string, kill bool) {
 		realzk.TickTime(2 * time.Second),
 		realzk.SystemProperty("zookeeper.DigestAuthenticationProvider.superDigest", superDigest()),
 		realzk.SystemProperty("jute.maxbuffer", strconv.Itoa(2<<20)),
+		// The x509 scheme's provider, so that ZooKeeper takes an x509
+		// ACL; no client here logs in over TLS, but the ACL must come
+		// across as any other.
+		realzk.SystemProperty("zookeeper.authProvider.x509", "org.apache.zookeeper.server.auth.X509AuthenticationProvider"),
 	}
 	if compress != "" {
 		opts = append(opts, realzk.SystemProperty("zookeeper.snapshot.compression.method", compress))
@@ -377,7 +381,9 @@ func populate(t *testing.T, c *zk.Conn, bulk int) {
 		must(c.Create("/seq/item-", []byte("s"), zk.FlagSequence, open))
 	}
 	must(nil, c.Delete("/seq/item-0000000003", -1))
-	// ACLs of every scheme ZooKeeper takes without TLS.
+	// ACLs of every scheme ZooKeeper takes (x509 with its provider
+	// loaded, as a server with TLS has it).
+	must(c.Create("/acl/x509", []byte("x"), 0, []zk.ACL{{Perms: zk.PermAll, Scheme: "x509", ID: "CN=client,OU=test,O=hutch"}, {Perms: zk.PermRead, Scheme: "world", ID: "anyone"}}))
 	must(c.Create("/acl/digest", []byte("d"), 0, zk.DigestACL(zk.PermRead|zk.PermWrite, "alice", "pw")))
 	must(c.Create("/acl/ip", []byte("i"), 0, []zk.ACL{{Perms: zk.PermAll, Scheme: "ip", ID: "127.0.0.1"}, {Perms: zk.PermRead, Scheme: "ip", ID: "10.0.0.0/8"}}))
 	must(nil, c.AddAuth("digest", []byte("bob:secret")))
