@@ -214,6 +214,9 @@ func (c *inprocCluster) Digests() ([]string, error) {
 		}
 		d, z := s.Digest()
 		out[i] = fmt.Sprintf("%016x@%d", d, z)
+		if err := s.HaltError(); err != nil {
+			out[i] += fmt.Sprintf(" (stopped itself: %v)", err)
+		}
 	}
 	return out, nil
 }

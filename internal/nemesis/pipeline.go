@@ -146,7 +146,12 @@ func (w *pipeWriter) expired(heard int64) {
 // after that, until one takes the session. It gives up after three
 // session timeouts, by which the session may rightly have expired.
 func (w *pipeWriter) attach(ctx context.Context) (*rawConn, error) {
-	limit := 3 * w.cfg.SessionTimeout
+	// A fault may hold every member down for longer than a few session
+	// timeouts (a full disk on all of them: the burst that fills them,
+	// the hold, each member's restart and an election, some 15-20s on a
+	// loaded machine); go-zookeeper's client would go on trying, so this
+	// one gives up only past that.
+	limit := max(3*w.cfg.SessionTimeout, 30*time.Second)
 	deadline := time.Now().Add(limit)
 	n := len(w.addrs)
 	var last error
