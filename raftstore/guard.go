@@ -132,7 +132,7 @@ func (s *Store) where() string {
 // park holds the calling Raft goroutine for good, once the member has
 // halted.
 func (s *Store) park() {
-	s.parked.Store(true)
+	s.parkedOnce.Do(func() { close(s.parkedCh) })
 	select {}
 }
 
@@ -147,7 +147,7 @@ type guardedLogs struct {
 
 func (g guardedLogs) GetLog(index uint64, l *raft.Log) error {
 	err := g.LogStore.GetLog(index, l)
-	if errors.Is(err, raft.ErrLogNotFound) || g.s.closing() {
+	if errors.Is(err, raft.ErrLogNotFound) {
 		return err
 	}
 	if err == nil {
@@ -158,6 +158,8 @@ func (g guardedLogs) GetLog(index uint64, l *raft.Log) error {
 	} else {
 		err = fmt.Errorf("reading log entry %d: %w", index, err)
 	}
+	// While the member closes too: Raft panics on a failed read of an
+	// entry it applies, whether or not it is shutting down.
 	g.s.storeFailed("", err)
 	if g.park {
 		g.s.park()
@@ -223,10 +225,13 @@ func (g guardedStable) SetUint64(key []byte, val uint64) error {
 }
 
 // failed halts and parks Raft's goroutine when the term or vote could not
-// be stored (see park).
+// be stored (see park), while the member closes too: Raft panics on the
+// error all the same (a member that halted on a full disk, and is closing,
+// took the whole process down when an election asked it to store a new
+// term).
 func (g guardedStable) failed(key []byte, err error) error {
-	if err == nil || g.s.closing() {
-		return err
+	if err == nil {
+		return nil
 	}
 	g.s.storeFailed("storing "+string(key), err)
 	g.s.park()

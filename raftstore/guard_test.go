@@ -3,7 +3,10 @@ package raftstore
 import (
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -35,5 +38,73 @@ func TestUndecodableEntryHalts(t *testing.T) {
 	}
 	if app.exists("/b") || app.exists("/c") {
 		t.Fatal("an entry at or after the damaged one was applied")
+	}
+}
+
+// stallingStable fails the first store of a term once armed, after
+// holding it until released.
+type stallingStable struct {
+	raft.StableStore
+	armed    atomic.Bool
+	entered  chan struct{}
+	release  chan struct{}
+	once     sync.Once
+	returned atomic.Bool
+}
+
+func (s *stallingStable) SetUint64(key []byte, val uint64) error {
+	if string(key) == "CurrentTerm" && s.armed.Load() {
+		hold := false
+		s.once.Do(func() { hold = true })
+		if hold {
+			close(s.entered)
+			<-s.release
+			return errors.New("write stable.tmp: no space left on device")
+		}
+	}
+	return s.StableStore.SetUint64(key, val)
+}
+
+// TestTermNotStoredWhileClosing: a member whose disk fails its store of
+// a new term while it is closing (it halted on the full disk, and an
+// election asks it to vote) parks the Raft goroutine instead of handing
+// Raft the error, which Raft answers with a panic that takes the whole
+// process down: the in-process disk nemesis died so ("panic: failed to
+// save current term: write .../stable.tmp: no space left on device").
+// Close then returns, without waiting for the parked goroutine.
+func TestTermNotStoredWhileClosing(t *testing.T) {
+	stalling := &stallingStable{entered: make(chan struct{}), release: make(chan struct{})}
+	nodes := startCluster(t, 3, func(cfg *Config) {
+		if cfg.NodeID == 2 {
+			cfg.wrapStable = func(s raft.StableStore) raft.StableStore { stalling.StableStore = s; return stalling }
+		}
+	})
+	target := nodes[1]
+	leader := waitLeader(t, 5*time.Second, nodes...)
+	if leader == target { // node 1 bootstraps and leads, unless it lost an election since
+		if err := leader.raft.LeadershipTransfer().Error(); err != nil {
+			t.Fatal(err)
+		}
+		if leader = waitLeader(t, 5*time.Second, nodes...); leader == target {
+			t.Fatal("node 2 leads still")
+		}
+	}
+	stalling.armed.Store(true)
+	// The leader goes: node 2 stores a new term, as a candidate or a
+	// voter, and that store stalls.
+	leader.Close()
+	select {
+	case <-stalling.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("node 2 stored no new term within 10s of the leader's end")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- target.Close() }()
+	waitFor(t, 5*time.Second, "node 2 to be closing", target.closing)
+	close(stalling.release)
+	select {
+	case <-closed:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Close did not return within 15s of a failed term store")
 	}
 }

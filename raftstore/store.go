@@ -124,8 +124,10 @@ type Config struct {
 	// (ask.go); nil answers none.
 	Answer Answerer
 
-	// wrapLogs, for tests, wraps the log store Raft is given.
-	wrapLogs func(raft.LogStore) raft.LogStore
+	// wrapLogs and wrapStable, for tests, wrap the log store and the
+	// stable store (term and vote) Raft is given.
+	wrapLogs   func(raft.LogStore) raft.LogStore
+	wrapStable func(raft.StableStore) raft.StableStore
 	// onStored, for tests, is told the last index of every append to the
 	// log once the store has returned (BenchmarkFollowerWriteStages).
 	onStored func(last uint64)
@@ -293,10 +295,11 @@ type Store struct {
 	// when a halt closes the store.
 	halting haltState
 	running atomic.Bool
-	// parked is set once a Raft goroutine was parked after a failure
-	// (guard.go): Raft's shutdown then never completes, and Close does
-	// not wait for it.
-	parked atomic.Bool
+	// parkedCh is closed once a Raft goroutine was parked after a
+	// failure (guard.go): Raft's shutdown then never completes, and Close
+	// stops waiting for it.
+	parkedCh   chan struct{}
+	parkedOnce sync.Once
 	// appended counts the bytes of entries' data this member appended to
 	// its log (log_appended_bytes).
 	appended atomic.Int64
@@ -330,7 +333,7 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 	}
 	s := &Store{cfg: cfg, log: cfg.Logger, db: db, inbound: make(map[net.Conn]struct{}),
 		fsm: &fsm{db: db, log: cfg.Logger}, notices: newNotices(), changes: newChanges(), pipeDialed: newChanges(),
-		ready: make(chan struct{}), stop: make(chan struct{})}
+		ready: make(chan struct{}), stop: make(chan struct{}), parkedCh: make(chan struct{})}
 	s.askIndex = &coalesced{run: s.askLeaderIndex}
 	s.barrier = &coalesced{run: s.barrierIndex}
 	s.stopCtx, s.cancelStop = context.WithCancel(context.Background())
@@ -364,6 +367,9 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 	s.fsm.halt = s.halt
 	if cfg.wrapLogs != nil {
 		ls.logs = cfg.wrapLogs(ls.logs)
+	}
+	if cfg.wrapStable != nil {
+		ls.stable = cfg.wrapStable(ls.stable)
 	}
 	var (
 		logs   raft.LogStore      = guardedLogs{LogStore: ls.logs, s: s, park: true}
@@ -752,15 +758,19 @@ func (s *Store) Close() error {
 }
 
 // shutdownRaft shuts Raft down and waits for it, unless a goroutine of
-// its was parked after a failure: that one never returns, so the wait is
-// bounded to let the others finish.
+// its was parked after a failure, before the shutdown or during it (a
+// failing disk fails the writes of a member that is closing too): that
+// one never returns, so the wait is then bounded to let the others
+// finish.
 func (s *Store) shutdownRaft() error {
 	f := s.raft.Shutdown()
-	if !s.parked.Load() {
-		return f.Error()
-	}
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-s.parkedCh:
+	}
 	select {
 	case err := <-done:
 		return err
