@@ -135,6 +135,13 @@ func queueWaits(parent string) string {
 	return fmt.Sprintf(`[...document.querySelectorAll('section.queue[data-parent=%q] g.contender')].map(g => g.dataset.session + " " + g.dataset.wait).join(",")`, parent)
 }
 
+// textOutsideBoxes counts the texts of the diagram's contender boxes
+// that run out of their box, as the browser lays them out.
+const textOutsideBoxes = `[...document.querySelectorAll('g.contender')].map(g => {
+	const box = g.querySelector('rect').getBoundingClientRect();
+	return [...g.querySelectorAll('text')].filter(t => { const r = t.getBoundingClientRect(); return r.left < box.left || r.right > box.right; }).length;
+}).reduce((a, b) => a + b, 0)`
+
 // hexID is a session id as the view writes it.
 func hexID(id int64) string { return "0x" + strconv.FormatInt(id, 16) }
 
@@ -350,6 +357,9 @@ func TestBrowserLiveView(t *testing.T) {
 	if n := eval[int](t, ctx, `document.querySelectorAll('section.queue[data-parent="/locks/stock"] path.arrow-predecessor').length`); n != 4 {
 		t.Errorf("%d predecessor arrows, want 4", n)
 	}
+	if n := eval[int](t, ctx, textOutsideBoxes); n != 0 {
+		t.Errorf("%d texts of the contenders' boxes run out of their box", n)
+	}
 	screenshot(t, ctx, "observe-locks.png")
 
 	// The watches of the whole ensemble from the follower.
@@ -512,6 +522,9 @@ func TestBrowserLiveView(t *testing.T) {
 	waitJS(t, ctx, "the hostile names in the diagram", `document.body.textContent.includes('<svg onload="window.pwned=4"></svg>') && document.querySelectorAll('g.contender').length >= 2`)
 	if eval[bool](t, ctx, pwned) {
 		t.Fatal("hostile contender names became markup or ran in the diagram")
+	}
+	if n := eval[int](t, ctx, textOutsideBoxes); n != 0 {
+		t.Errorf("%d texts of the hostile queue's boxes run out of their box", n)
 	}
 	screenshot(t, ctx, "observe-hostile-locks.png")
 

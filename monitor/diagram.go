@@ -25,9 +25,14 @@ const (
 	marginX   = 8
 	parentTop = 6
 	parentH   = 30
-	// labelRunes bounds a name or label written in a box; the whole is
-	// in the box's tooltip (title).
-	labelRunes = 26
+	// boxTextW is the width a box's text may take (its padding off);
+	// text cut to fit it has the whole in the box's tooltip (title).
+	boxTextW = boxW - 20
+	// The sizes of the box's two free texts, in CSS pixels, as the
+	// stylesheet sets them: the contender's name (bold) and its node's
+	// name (monospace).
+	labelPx    = 14
+	nodeNamePx = 11.5
 )
 
 // lockDiagram is one queue's picture.
@@ -154,6 +159,61 @@ func contenderLabel(data []byte) string {
 	}
 	line, _, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
 	return show(line)
+}
+
+// fitLabel cuts a contender's name to the width of its box.
+func fitLabel(s string) string { return fitWidth(s, boxTextW/labelPx, boldEm) }
+
+// fitNodeName cuts a node's name to the width of its box.
+func fitNodeName(s string) string { return fitWidth(s, boxTextW/nodeNamePx, monoEm) }
+
+// fitWidth shortens s, marking the cut with an ellipsis, so that its
+// width — estimated rune by rune by em, in ems — is at most width ems.
+// A cut by rune count let a name of wide letters or markup (`<svg
+// onload=…`) run out of its box; the estimates err on the wide side of
+// the fonts the page asks for (DejaVu Sans Bold and Mono on Debian).
+func fitWidth(s string, width float64, em func(rune) float64) string {
+	total := 0.0
+	for _, r := range s {
+		total += em(r)
+	}
+	if total <= width {
+		return s
+	}
+	budget, used := width-em('…'), 0.0
+	for i, r := range s {
+		if used+em(r) > budget {
+			return s[:i] + "…"
+		}
+		used += em(r)
+	}
+	return s
+}
+
+// boldEm is a rune's width in a bold sans-serif, in ems, rounded up.
+func boldEm(r rune) float64 {
+	switch {
+	case strings.ContainsRune("iljIJ.,:;'|!` ()[]{}", r):
+		return 0.45
+	case strings.ContainsRune("mwMW@%", r):
+		return 1.1
+	case r >= 'A' && r <= 'Z', strings.ContainsRune("<>=+~#&", r):
+		return 0.85
+	case r < utf8.RuneSelf:
+		return 0.72
+	default:
+		return 1.05 // CJK and symbols: a full em, and more
+	}
+}
+
+// monoEm is a rune's width in a monospace font, in ems: one cell, two
+// for the wide runes of East Asian scripts (counted as every non-ASCII
+// rune, to err on the wide side).
+func monoEm(r rune) float64 {
+	if r < utf8.RuneSelf {
+		return 0.61
+	}
+	return 1.22
 }
 
 // clip shortens s to n runes, marking the cut with an ellipsis.

@@ -3,6 +3,7 @@ package monitor
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -159,5 +160,34 @@ func TestLockQueuesMerged(t *testing.T) {
 	}
 	if v.Watches[0].Member != 2 {
 		t.Fatalf("the merged watch is not marked as member 2's: %+v", v.Watches)
+	}
+}
+
+func TestFitWidth(t *testing.T) {
+	for _, c := range []struct {
+		name, in string
+		cut      bool
+	}{
+		{"a short name stays whole", "worker-1", false},
+		{"an address stays whole", "10.0.0.1:8080", false},
+		{"markup of wide letters is cut", `<svg onload="window.pwned=4"></svg>`, true},
+		{"wide script is cut", strings.Repeat("锁", 20), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := fitLabel(c.in)
+			if cut := got != c.in; cut != c.cut {
+				t.Fatalf("fitLabel(%q) = %q: cut %v, want %v", c.in, got, cut, c.cut)
+			}
+			w := 0.0
+			for _, r := range got {
+				w += boldEm(r)
+			}
+			if w > boxTextW/labelPx {
+				t.Errorf("fitLabel(%q) = %q is %.1f ems wide, more than the box's %.1f", c.in, got, w, float64(boxTextW)/labelPx)
+			}
+			if c.cut && !strings.HasSuffix(got, "…") {
+				t.Errorf("fitLabel(%q) = %q: a cut without its ellipsis", c.in, got)
+			}
+		})
 	}
 }

@@ -38,6 +38,8 @@ var uiFuncs = template.FuncMap{
 	"ms2dur":         func(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond },
 	"clock":          func(t time.Time) string { return t.Format("15:04:05") },
 	"clip":           clip,
+	"fitLabel":       fitLabel,
+	"fitNodeName":    fitNodeName,
 	"maxReplayNodes": func() int { return maxReplayNodes },
 }
 

@@ -40,8 +40,8 @@ var _ = addPanel(panel{
 <title>{{show .Name}}{{if .Label}} ({{.Label}}){{end}}: {{.RoleText}}, session {{sid .Session}}, {{.ConnText}}; waits on {{.WaitText}} {{show .WatchedName}}</title>
 <rect class="box {{.BoxClass}}" x="{{$x}}" y="{{$y}}" width="216" height="98" rx="5"></rect>
 <text class="role" x="{{add $x 10}}" y="{{add $y 18}}">#{{.Index}} {{.RoleText}}{{if and .Index (eq .WaitClass "none")}}<tspan class="nowatch"> · {{.WaitText}}</tspan>{{end}}</text>
-<text class="label" x="{{add $x 10}}" y="{{add $y 39}}">{{if .Label}}{{clip .Label 26}}{{else}}(its data names no one){{end}}</text>
-<text class="name" x="{{add $x 10}}" y="{{add $y 57}}">{{clip (show .Name) 30}}</text>
+<text class="label" x="{{add $x 10}}" y="{{add $y 39}}">{{if .Label}}{{fitLabel .Label}}{{else}}(its data names no one){{end}}</text>
+<text class="name" x="{{add $x 10}}" y="{{add $y 57}}">{{fitNodeName (show .Name)}}</text>
 <text class="conn {{.BoxClass}}" x="{{add $x 10}}" y="{{add $y 74}}">{{.BoxConn}}</text>
 <text class="left" x="{{add $x 10}}" y="{{add $y 91}}">{{if .Expires.IsZero}}session {{sid .Session}}{{else}}expires in <tspan class="countdown" data-deadline="{{ms .Expires}}">{{dur .Left}}</tspan>{{end}}</text>
 </g></a>{{end}}{{end}}
