@@ -21,80 +21,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/hutchzk/hutch/hutchtest"
+	"github.com/hutchzk/hutch/internal/browsertest"
 	"github.com/hutchzk/hutch/monitor"
 )
-
-// chromiumPath is Debian's chromium, which scripts/test.sh installs.
-const chromiumPath = "/usr/bin/chromium"
-
-// browser starts headless Chromium for the test, with a profile of its
-// own and nothing that reaches the network, and returns a context whose
-// actions run in its tab. Without Chromium the test is skipped, or fails
-// under CI=true.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
-			t.Fatalf("%s is missing: the browser test cannot be skipped under CI (scripts/test.sh installs chromium)", chromiumPath)
-		}
-		t.Skipf("%s is missing (scripts/test.sh installs chromium)", chromiumPath)
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Headless,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("disable-background-timer-throttling", true),
-		chromedp.Flag("disable-renderer-backgrounding", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 860),
-	}
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox) // Chromium refuses root with its sandbox
-	}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(alloc)
-	t.Cleanup(func() {
-		cancel()
-		cancelAlloc()
-	})
-	// The first action starts the browser; it must not run under a
-	// timeout, which would stop the browser with it.
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
-}
-
-// step runs actions in the tab within a deadline, failing the test with
-// what it was doing if they fail.
-func step(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
-// eval evaluates a JavaScript expression in the tab.
-func eval[T any](t *testing.T, ctx context.Context, expr string) T {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		t.Fatalf("evaluate %s: %v", expr, err)
-	}
-	return v
-}
 
 // waitJS waits until a JavaScript expression is true in the tab.
 func waitJS(t *testing.T, ctx context.Context, what, expr string) {
@@ -282,7 +211,7 @@ func startContender(t *testing.T, addr, parent, name string) (*exec.Cmd, string,
 // and a queue of a thousand contenders are drawn for the docs and checked
 // on the way.
 func TestBrowserLiveView(t *testing.T) {
-	ctx := browser(t)
+	ctx := browsertest.Start(t)
 	e := hutchtest.StartEnsemble(t, 3, hutchtest.TCP())
 	li := e.Leader()
 	fi, fo := li%3+1, (li+1)%3+1 // members are numbered from 1
@@ -340,10 +269,10 @@ func TestBrowserLiveView(t *testing.T) {
 	chain := strings.Join([]string{hexID(holderID) + " none", hexID(conns[0].SessionID()) + " predecessor",
 		hexID(conns[1].SessionID()) + " predecessor", hexID(conns[2].SessionID()) + " predecessor",
 		hexID(conns[3].SessionID()) + " predecessor"}, ",")
-	step(t, ctx, "open the follower's lock panel", chromedp.Navigate(fview.URL+"/ui/locks"))
+	browsertest.Step(t, ctx, "open the follower's lock panel", chromedp.Navigate(fview.URL+"/ui/locks"))
 	waitJS(t, ctx, "the chain of five", queueWaits(lockPath)+` === `+strconv.Quote(chain))
 	waitJS(t, ctx, "the herd of two", `(document.querySelector('section.queue[data-parent="/election"] .herd')?.textContent ?? "").includes("herd: 2")`)
-	text := eval[string](t, ctx, `document.body.innerText`)
+	text := browsertest.Eval[string](t, ctx, `document.body.innerText`)
 	for _, bad := range []string{"unknown", "did not answer"} {
 		if strings.Contains(text, bad) {
 			t.Errorf("the follower's view says %q", bad)
@@ -354,11 +283,23 @@ func TestBrowserLiveView(t *testing.T) {
 			t.Errorf("worker-%d's name is not in the diagram", i)
 		}
 	}
-	if n := eval[int](t, ctx, `document.querySelectorAll('section.queue[data-parent="/locks/stock"] path.arrow-predecessor').length`); n != 4 {
+	if n := browsertest.Eval[int](t, ctx, `document.querySelectorAll('section.queue[data-parent="/locks/stock"] path.arrow-predecessor').length`); n != 4 {
 		t.Errorf("%d predecessor arrows, want 4", n)
 	}
-	if n := eval[int](t, ctx, textOutsideBoxes); n != 0 {
+	if n := browsertest.Eval[int](t, ctx, textOutsideBoxes); n != 0 {
 		t.Errorf("%d texts of the contenders' boxes run out of their box", n)
+	}
+	// An election's first is its leader, a lock's its holder; a legend
+	// says what the boxes and arrows mean.
+	firstRole := `(document.querySelector('section.queue[data-parent=%q] g.contender text.role')?.textContent ?? "")`
+	if got := browsertest.Eval[string](t, ctx, fmt.Sprintf(firstRole, "/election")); got != "#0 leader" {
+		t.Errorf("the election's first box says %q, want #0 leader", got)
+	}
+	if got := browsertest.Eval[string](t, ctx, fmt.Sprintf(firstRole, lockPath)); got != "#0 holds it" {
+		t.Errorf("the lock's first box says %q, want #0 holds it", got)
+	}
+	if legend := browsertest.Eval[string](t, ctx, `document.querySelector('ul.legend')?.textContent ?? ""`); !strings.Contains(legend, "predecessor") || !strings.Contains(legend, "herd") {
+		t.Errorf("the locks panel's legend is %q", legend)
 	}
 	screenshot(t, ctx, "observe-locks.png")
 
@@ -369,9 +310,9 @@ func TestBrowserLiveView(t *testing.T) {
 	if _, _, _, err := admin.ExistsW("/config/next"); err != nil {
 		t.Fatal(err)
 	}
-	step(t, ctx, "open the watches", chromedp.Navigate(fview.URL+"/ui/watches"))
+	browsertest.Step(t, ctx, "open the watches", chromedp.Navigate(fview.URL+"/ui/watches"))
 	waitJS(t, ctx, "the watches of every member", `[...document.querySelectorAll('table.watches td')].filter(td => td.textContent === "exist").length === 1`)
-	kinds := eval[[]string](t, ctx, `[...document.querySelectorAll('table.watches tr td:last-child')].map(td => td.textContent)`)
+	kinds := browsertest.Eval[[]string](t, ctx, `[...document.querySelectorAll('table.watches tr td:last-child')].map(td => td.textContent)`)
 	slices.Sort(kinds)
 	if want := []string{"child", "child", "data", "data", "data", "data", "data", "exist"}; !slices.Equal(kinds, want) {
 		t.Errorf("watch kinds %v, want %v", kinds, want)
@@ -381,9 +322,12 @@ func TestBrowserLiveView(t *testing.T) {
 	// Freeze the holder: its client stops, its session's countdown runs
 	// down on the open page, and the leader expires it; the queue moves
 	// up and worker-2 holds, without a reload.
-	step(t, ctx, "back to the locks", chromedp.Navigate(fview.URL+"/ui/locks"))
+	browsertest.Step(t, ctx, "back to the locks", chromedp.Navigate(fview.URL+"/ui/locks"))
 	waitJS(t, ctx, "the chain again", queueWaits(lockPath)+` === `+strconv.Quote(chain))
-	drawn := eval[string](t, ctx, `document.getElementById('live').dataset.drawn || "0"`)
+	if got := browsertest.Eval[string](t, ctx, `document.getElementById('head-sessions').textContent`); got != "9 sessions" {
+		t.Errorf("the header says %q before the holder froze, want 9 sessions", got)
+	}
+	drawn := browsertest.Eval[string](t, ctx, `document.getElementById('live').dataset.drawn || "0"`)
 	if err := holderCmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -398,14 +342,16 @@ func TestBrowserLiveView(t *testing.T) {
 	moved := strings.Join(strings.Split(chain, ",")[1:], ",")
 	moved = strings.Replace(moved, hexID(conns[0].SessionID())+" predecessor", hexID(conns[0].SessionID())+" none", 1)
 	waitJS(t, ctx, "the queue to move up", queueWaits(lockPath)+` === `+strconv.Quote(moved))
-	if now := eval[string](t, ctx, `document.getElementById('live').dataset.drawn`); now == drawn {
+	// The header above the panel redraws with it: one session fewer.
+	waitJS(t, ctx, "the header to count the expired session out", `document.getElementById('head-sessions').textContent === "8 sessions"`)
+	if now := browsertest.Eval[string](t, ctx, `document.getElementById('live').dataset.drawn`); now == drawn {
 		t.Errorf("the queue moved without the page redrawing (drawn %s): was it reloaded?", now)
 	}
 	screenshot(t, ctx, "observe-locks-after-expiry.png")
 
 	// The sessions panel: countdowns run, and the holder is listed as
 	// ended: when, why, the node it deleted.
-	step(t, ctx, "open the sessions panel", chromedp.Navigate(fview.URL+"/ui/sessions"))
+	browsertest.Step(t, ctx, "open the sessions panel", chromedp.Navigate(fview.URL+"/ui/sessions"))
 	endedRow := fmt.Sprintf(`(document.querySelector('table.ended tr[data-session="%s"]')?.textContent ?? "")`, hexID(holderID))
 	waitJS(t, ctx, "the holder among the ended sessions", `(t => t.includes("expired") && t.includes(`+strconv.Quote(holderNode)+`))(`+endedRow+`)`)
 	countdown := fmt.Sprintf(`(document.querySelector('tr[data-session="%s"] .countdown')?.textContent ?? "")`, hexID(conns[2].SessionID()))
@@ -419,6 +365,10 @@ func TestBrowserLiveView(t *testing.T) {
 		return text !== window.lastText;
 	})()`)
 	screenshot(t, ctx, "observe-sessions.png")
+	// Its own page (its id's link) says the same: when, why, what its
+	// end deleted, rather than "no open session".
+	browsertest.Step(t, ctx, "open the ended session's page", chromedp.Navigate(fview.URL+"/ui/sessions?session="+hexID(holderID)))
+	waitJS(t, ctx, "the ended session's page", `(t => t.includes("Ended") && t.includes("expired") && t.includes(`+strconv.Quote(holderNode)+`) && !t.includes("No open session"))(document.getElementById('live').textContent)`)
 
 	// worker-2 releases: the delete, and the watch event that wakes
 	// worker-3 alone.
@@ -433,42 +383,48 @@ func TestBrowserLiveView(t *testing.T) {
 
 	// The trace opens on the history: the holder's expiry is there,
 	// listing the node it deleted, under the path filter.
-	step(t, ctx, "open the trace", chromedp.Navigate(fview.URL+"/ui/trace?"+url.Values{"path": {lockPath + "/"}}.Encode()))
+	browsertest.Step(t, ctx, "open the trace", chromedp.Navigate(fview.URL+"/ui/trace?"+url.Values{"path": {lockPath + "/"}}.Encode()))
 	waitJS(t, ctx, "the history", `document.getElementById('trace-status').textContent.includes("from the history")`)
 	closeRow := `[...document.querySelectorAll('#trace-rows tr')].find(r => r.textContent.includes("closeSession") && r.textContent.includes("expired"))`
 	waitJS(t, ctx, "the expiry's row", `(r => r !== undefined && r.textContent.includes(`+strconv.Quote(holderNode)+`))(`+closeRow+`)`)
 	waitJS(t, ctx, "worker-3 woken by the release", `[...document.querySelectorAll('#trace-rows tr')].some(r => r.textContent.includes("NodeDeleted") && r.dataset.session === `+strconv.Quote(hexID(conns[1].SessionID()))+`)`)
 	screenshot(t, ctx, "observe-trace.png")
-	replayURL := eval[string](t, ctx, `(`+closeRow+`).querySelector('a').href`)
+	replayURL := browsertest.Eval[string](t, ctx, `(`+closeRow+`).querySelector('a').href`)
 
 	// Replay, after the fact: just after the expiry worker-2 holds; a
 	// step back is the moment before, worker-1 holding and worker-2
 	// watching it; a step forward goes through the expiry again.
-	step(t, ctx, "open the replay at the expiry", chromedp.Navigate(replayURL))
+	browsertest.Step(t, ctx, "open the replay at the expiry", chromedp.Navigate(replayURL))
 	waitJS(t, ctx, "the queue just after the expiry", queueWaits(lockPath)+` === `+strconv.Quote(moved))
-	step(t, ctx, "step back", chromedp.Navigate(eval[string](t, ctx, `document.getElementById('replay-prev').href`)))
+	browsertest.Step(t, ctx, "step back", chromedp.Navigate(browsertest.Eval[string](t, ctx, `document.getElementById('replay-prev').href`)))
 	waitJS(t, ctx, "the queue just before the expiry", queueWaits(lockPath)+` === `+strconv.Quote(chain))
-	if !strings.Contains(eval[string](t, ctx, `document.getElementById('head').textContent`), "replaying") {
+	if !strings.Contains(browsertest.Eval[string](t, ctx, `document.getElementById('head').textContent`), "replaying") {
 		t.Error("the header does not say the view is replayed")
 	}
 	screenshot(t, ctx, "observe-replay-before.png")
-	step(t, ctx, "step forward", chromedp.Navigate(eval[string](t, ctx, `document.getElementById('replay-next').href`)))
+	browsertest.Step(t, ctx, "step forward", chromedp.Navigate(browsertest.Eval[string](t, ctx, `document.getElementById('replay-next').href`)))
 	waitJS(t, ctx, "the queue after the expiry again", queueWaits(lockPath)+` === `+strconv.Quote(moved))
 	screenshot(t, ctx, "observe-replay-after.png")
 
 	// The same history as a sequence diagram.
-	step(t, ctx, "open the sequence diagram", chromedp.Navigate(fview.URL+"/ui/sequence?"+url.Values{"path": {lockPath + "/"}, "last": {"40"}}.Encode()))
+	browsertest.Step(t, ctx, "open the sequence diagram", chromedp.Navigate(fview.URL+"/ui/sequence?"+url.Values{"path": {lockPath + "/"}, "last": {"40"}}.Encode()))
 	waitJS(t, ctx, "the diagram", `document.querySelectorAll('svg.sequence path.seq-watch').length > 0 && document.querySelectorAll('svg.sequence path.seq-expire').length > 0`)
+	if legend := browsertest.Eval[string](t, ctx, `document.querySelector('ul.legend')?.textContent ?? ""`); !strings.Contains(legend, "watch event") || !strings.Contains(legend, "expired") {
+		t.Errorf("the sequence panel's legend is %q", legend)
+	}
 	screenshot(t, ctx, "observe-sequence.png")
 
 	// The ensemble: every member as its own report says it.
-	step(t, ctx, "open the ensemble", chromedp.Navigate(fview.URL+"/ui/ensemble"))
+	browsertest.Step(t, ctx, "open the ensemble", chromedp.Navigate(fview.URL+"/ui/ensemble"))
 	waitJS(t, ctx, "three members answering", `document.querySelectorAll('table.members tr[data-member]').length === 3 && document.querySelectorAll('table.members tr.silent').length === 0`)
+	// Commit and applied indexes count the same entries: an idle member
+	// lags by none, Raft's own entries (the election's) included.
+	waitJS(t, ctx, "every member's lag to be 0", `[...document.querySelectorAll('table.members tr[data-member]')].every(r => r.children[6]?.textContent === "0")`)
 	screenshot(t, ctx, "observe-ensemble.png")
 
 	// The tree: a node's data, an ephemeral's owner, and the children of
 	// a kazoo lock, whose long names must not run into each other.
-	step(t, ctx, "open a node", chromedp.Navigate(fview.URL+"/ui/tree?path=/config/app"))
+	browsertest.Step(t, ctx, "open a node", chromedp.Navigate(fview.URL+"/ui/tree?path=/config/app"))
 	waitJS(t, ctx, "the node's data", `document.querySelector('pre.data')?.textContent.includes('"pool": 8')`)
 	screenshot(t, ctx, "observe-tree.png")
 	create(t, admin, "/kazoo", nil)
@@ -476,9 +432,9 @@ func TestBrowserLiveView(t *testing.T) {
 		// kazoo's lock names: a uuid4's hex, "__lock__", the sequence.
 		create(t, admin, fmt.Sprintf("/kazoo/%016x%016x__lock__%010d", uint64(i+1)*0x9e3779b97f4a7c15, uint64(i+7)*0xbf58476d1ce4e5b9, i), nil)
 	}
-	step(t, ctx, "open kazoo's lock", chromedp.Navigate(fview.URL+"/ui/tree?path=/kazoo"))
+	browsertest.Step(t, ctx, "open kazoo's lock", chromedp.Navigate(fview.URL+"/ui/tree?path=/kazoo"))
 	waitJS(t, ctx, "24 children", `document.querySelectorAll('ul.children li').length === 24`)
-	overlaps := eval[int](t, ctx, `(() => {
+	overlaps := browsertest.Eval[int](t, ctx, `(() => {
 		const boxes = [...document.querySelectorAll('ul.children li a')].map(a => a.getBoundingClientRect());
 		let n = 0;
 		for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
@@ -511,19 +467,19 @@ func TestBrowserLiveView(t *testing.T) {
 		}
 	}
 	pwned := `window.pwned !== undefined || document.querySelector('img[src="x"], img[src="y"], svg[onload]') !== null || document.querySelectorAll('script:not([src])').length > 0`
-	step(t, ctx, "open the hostile directory", chromedp.Navigate(fview.URL+"/ui/tree?"+url.Values{"path": {hostileDir}, "format": {"text"}}.Encode()))
+	browsertest.Step(t, ctx, "open the hostile directory", chromedp.Navigate(fview.URL+"/ui/tree?"+url.Values{"path": {hostileDir}, "format": {"text"}}.Encode()))
 	waitJS(t, ctx, "the hostile data as text", `document.querySelector('pre.data')?.textContent.includes("<script>window.pwned=3</script>")`)
 	waitJS(t, ctx, "the hostile child's name as text", `document.body.textContent.includes("'<img src=y onerror=window.pwned=2>")`)
-	if eval[bool](t, ctx, pwned) {
+	if browsertest.Eval[bool](t, ctx, pwned) {
 		t.Fatal("hostile znode names or data became markup or ran on the page")
 	}
 	screenshot(t, ctx, "observe-hostile.png")
-	step(t, ctx, "open the hostile queue", chromedp.Navigate(fview.URL+"/ui/locks?"+url.Values{"prefix": {hostileDir}}.Encode()))
+	browsertest.Step(t, ctx, "open the hostile queue", chromedp.Navigate(fview.URL+"/ui/locks?"+url.Values{"prefix": {hostileDir}}.Encode()))
 	waitJS(t, ctx, "the hostile names in the diagram", `document.body.textContent.includes('<svg onload="window.pwned=4"></svg>') && document.querySelectorAll('g.contender').length >= 2`)
-	if eval[bool](t, ctx, pwned) {
+	if browsertest.Eval[bool](t, ctx, pwned) {
 		t.Fatal("hostile contender names became markup or ran in the diagram")
 	}
-	if n := eval[int](t, ctx, textOutsideBoxes); n != 0 {
+	if n := browsertest.Eval[int](t, ctx, textOutsideBoxes); n != 0 {
 		t.Errorf("%d texts of the hostile queue's boxes run out of their box", n)
 	}
 	screenshot(t, ctx, "observe-hostile-locks.png")
@@ -531,24 +487,39 @@ func TestBrowserLiveView(t *testing.T) {
 	// A queue of a thousand contenders: drawn a page at a time, readable,
 	// and quick to redraw.
 	n := bigQueue(t, e, admin, "/big", 1000)
-	step(t, ctx, "open the big queue", chromedp.Navigate(fview.URL+"/ui/locks?parent=/big"))
+	browsertest.Step(t, ctx, "open the big queue", chromedp.Navigate(fview.URL+"/ui/locks?parent=/big"))
 	waitJS(t, ctx, "its first page", `document.querySelectorAll('section.queue[data-parent="/big"] g.contender').length === 50 && document.body.textContent.includes("`+strconv.Itoa(n)+` in line")`)
-	c, cancel := context.WithTimeout(ctx, 30*time.Second)
-	ms, err := chromedp.Run(c, chromedp.Evaluate[float64](`(async () => {
+	ms := browsertest.Eval[float64](t, ctx, `(async () => {
 		const t0 = performance.now();
 		const r = await fetch(location.href + "&fragment=1", {cache: "no-store"});
 		await r.text();
 		return performance.now() - t0;
-	})()`, chromedp.EvalAwaitPromise))
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	})()`)
 	t.Logf("a redraw of the 1,000-contender queue's page took %.0f ms", ms)
 	if ms > 3000 {
 		t.Errorf("a redraw of the 1,000-contender queue took %.0f ms", ms)
 	}
 	screenshot(t, ctx, "observe-queue-1000.png")
+
+	// A failover seen from the open page: the leader dies; without a
+	// reload the header names the new leader (or says this member leads)
+	// and the member that no longer answers.
+	browsertest.Step(t, ctx, "open the ensemble again", chromedp.Navigate(fview.URL+"/ui/ensemble"))
+	waitJS(t, ctx, "the leader in the header", `document.getElementById('head').textContent.includes("leader: node `+strconv.Itoa(li)+`")`)
+	drawn = browsertest.Eval[string](t, ctx, `document.getElementById('live').dataset.drawn || "0"`)
+	e.Kill(li)
+	nl := e.WaitLeader(fi, fo)
+	newRole := `document.getElementById('head').textContent.includes("leader: node ` + strconv.Itoa(nl) + `")`
+	if nl == fi {
+		newRole = `document.getElementById('role').textContent.startsWith("leader")`
+	}
+	waitJS(t, ctx, "the header to show the new leader and the dead one silent", newRole+` && document.getElementById('head').textContent.includes("node `+strconv.Itoa(li)+` silent")`)
+	if now := browsertest.Eval[string](t, ctx, `document.getElementById('live').dataset.drawn`); now == drawn {
+		t.Errorf("the header changed without the page redrawing (drawn %s): was it reloaded?", now)
+	}
+	// The panel's table follows within its snapshot's second.
+	waitJS(t, ctx, "the members table to show the new leader", `document.querySelector('table.members tr[data-member="`+strconv.Itoa(nl)+`"] td.mode-leader') !== null`)
+	screenshot(t, ctx, "observe-failover.png")
 }
 
 // mustNode is the lock node a connection's session owns under parent.

@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hutchzk/hutch/trace"
-
 	"github.com/hutchzk/hutch/membership"
+	"github.com/hutchzk/hutch/trace"
 )
 
 // TestUIGuard: the view is read-only, answers a loopback address's
@@ -266,5 +267,56 @@ func TestTraceRateLimit(t *testing.T) {
 	}
 	if n := metricValue(t, m, "hutch_trace_viewers"); n != 1 {
 		t.Errorf("hutch_trace_viewers %v, want 1", n)
+	}
+}
+
+// TestTraceStartsFrom: /trace starts from the history the server keeps
+// at a zxid (hex or decimal), at a time, or with the whole window's
+// newest n, ends the history with its count, and refuses what it cannot
+// read.
+func TestTraceStartsFrom(t *testing.T) {
+	src := standalone()
+	src.broker.KeepHistory(trace.HistoryLimits{})
+	start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	for i := range 10 {
+		src.broker.Publish(trace.Event{Kind: trace.TxnApplied, Op: "setData", Path: "/x", Zxid: int64(i + 1), Time: start.Add(time.Duration(i) * time.Second)})
+	}
+	m := newMonitor(t, src, Config{})
+	for _, c := range []struct {
+		query string
+		zxids []float64
+	}{
+		{"zxid=7", []float64{7, 8, 9, 10}},
+		{"zxid=0x9", []float64{9, 10}},
+		{"since=" + url.QueryEscape(start.Add(5*time.Second).Format(time.RFC3339Nano)), []float64{6, 7, 8, 9, 10}},
+		{"since=all&last=3", []float64{8, 9, 10}},
+		{"since=all", []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+	} {
+		lines, stop := traceLines(t, m, c.query)
+		var got []float64
+		for {
+			v := next(t, lines)
+			if v["kind"] == "history" {
+				if n := v["events"].(float64); int(n) != len(got) {
+					t.Errorf("%s: the history line counts %v events, %d came", c.query, n, len(got))
+				}
+				break
+			}
+			got = append(got, v["zxid"].(float64))
+		}
+		stop()
+		if !slices.Equal(got, c.zxids) {
+			t.Errorf("%s: zxids %v, want %v", c.query, got, c.zxids)
+		}
+	}
+	h := m.UIHandler("127.0.0.1:0")
+	for _, q := range []string{"zxid=-1", "zxid=x", "since=yesterday", "last=0"} {
+		req := httptest.NewRequest("GET", "/trace?"+q, nil)
+		req.Host = "127.0.0.1"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("/trace?%s: %d, want 400", q, rec.Code)
+		}
 	}
 }
