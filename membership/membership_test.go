@@ -127,20 +127,20 @@ func TestOrderAsZooKeeper(t *testing.T) {
 		t.Errorf("text %q", got)
 	}
 	observer := []byte("server.100=0.0.0.0:1234:2345:observer;0.0.0.0:3456")
-	c, err := Incremental(three, observer, nil)
+	c, err := Incremental(three, observer, nil, false)
 	if err != nil || !slices.Equal(ids(c), []uint64{1, 2, 3, 100}) {
 		t.Errorf("three gaining 100: %v, %v", ids(c), err)
 	}
-	one, _ := Incremental(three, nil, []byte("2,3"))
-	c, _ = Incremental(one, observer, nil)
+	one, _ := Incremental(three, nil, []byte("2,3"), false)
+	c, _ = Incremental(one, observer, nil, false)
 	if !slices.Equal(ids(c), []uint64{100, 1}) {
 		t.Errorf("one gaining 100: %v", ids(c))
 	}
-	two, _ := Incremental(three, nil, []byte("3"))
+	two, _ := Incremental(three, nil, []byte("3"), false)
 	if !slices.Equal(ids(two), []uint64{1, 2}) {
 		t.Errorf("three losing 3: %v", ids(two))
 	}
-	c, _ = Incremental(two, []byte("server.4=127.0.0.1:7:8;9"), nil)
+	c, _ = Incremental(two, []byte("server.4=127.0.0.1:7:8;9"), nil, false)
 	if !slices.Equal(ids(c), []uint64{4, 1, 2}) {
 		t.Errorf("two gaining 4: %v", ids(c))
 	}
@@ -168,7 +168,7 @@ func TestIncrementalAndReplaceErrors(t *testing.T) {
 		{[]byte(""), []byte(""), nil},
 		{[]byte("7=127.0.0.1:11:12;13"), nil, nil},
 	} {
-		_, err := Incremental(base, tc.joining, tc.leaving)
+		_, err := Incremental(base, tc.joining, tc.leaving, false)
 		if !errors.Is(err, tc.err) {
 			t.Errorf("Incremental(%q, %q): %v, want %v", tc.joining, tc.leaving, err, tc.err)
 		}

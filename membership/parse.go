@@ -200,9 +200,10 @@ func byOrder(ids []uint64, members []Member) []Member {
 // PrepRequestProcessor does: joining and leaving are the request's
 // comma-separated lists (nil for a null string); each leaving id is
 // removed, then each joiner (server.N=spec, which must name a client
-// address) replaces any member of its id. A leaving id that is not a
-// member is no error. The result has version 0: the caller sets it.
-func Incremental(prev Config, joining, leaving []byte) (Config, error) {
+// address unless anyClient) replaces any member of its id. A leaving id
+// that is not a member is no error. The result has version 0: the caller
+// sets it.
+func Incremental(prev Config, joining, leaving []byte, anyClient bool) (Config, error) {
 	var leavers []uint64
 	if leaving != nil {
 		for _, s := range splitTrimmed(string(leaving), ",") {
@@ -237,7 +238,7 @@ func Incremental(prev Config, joining, leaving []byte) (Config, error) {
 			if err != nil {
 				return Config{}, err
 			}
-			if m.ClientPort == 0 {
+			if m.ClientPort == 0 && !anyClient {
 				return Config{}, invalidf("wrong format of server string %q: each server needs a quorum, an election and a client port", j)
 			}
 			for _, o := range next {

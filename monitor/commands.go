@@ -1,11 +1,14 @@
 package monitor
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/hutchzk/hutch/membership"
 )
 
 // command is one operator command. The four-letter dispatcher, the
@@ -39,13 +42,31 @@ type command struct {
 	method, path string
 	token        bool
 	valid        func(r memberRequest, maxID uint64) bool
-	change       func(src Source, r memberRequest) error
+	change       func(ctx context.Context, src Source, r memberRequest) (membership.Config, error)
 }
 
 // memberRequest is the JSON body of a membership change.
 type memberRequest struct {
 	ID   uint64 `json:"id"`
-	Addr string `json:"addr"`
+	Addr string `json:"addr"` // the Raft (quorum) address, host:port
+	// Role is participant (the default) or observer; Client the client
+	// address, host:port, if the configuration is to name one.
+	Role   string `json:"role,omitempty"`
+	Client string `json:"client,omitempty"`
+}
+
+// spec is the request as a reconfig's joining server.N line; ZooKeeper's
+// election port, which hutch does not use, is 0.
+func (r memberRequest) spec() string {
+	role := "participant"
+	if r.Role != "" {
+		role = r.Role
+	}
+	s := fmt.Sprintf("server.%d=%s:0:%s", r.ID, r.Addr, role)
+	if r.Client != "" {
+		s += ";" + r.Client
+	}
+	return s
 }
 
 // registry lists ZooKeeper 3.8's AdminServer commands and four-letter
@@ -240,12 +261,19 @@ var registry = []command{
 			}
 			out["stats"] = r.Raft
 		}},
+	// The operator's membership changes: a reconfig's, by the same path.
 	{names: []string{"add_member"}, method: http.MethodPost, path: "members", token: true,
-		valid:  func(r memberRequest, maxID uint64) bool { return r.ID >= 1 && r.ID <= maxID && r.Addr != "" },
-		change: func(src Source, r memberRequest) error { return src.AddMember(r.ID, r.Addr) }},
+		valid: func(r memberRequest, maxID uint64) bool {
+			return r.ID >= 1 && r.ID <= maxID && r.Addr != "" && (r.Role == "" || r.Role == "participant" || r.Role == "observer")
+		},
+		change: func(ctx context.Context, src Source, r memberRequest) (membership.Config, error) {
+			return src.Reconfigure(ctx, []string{r.spec()}, nil)
+		}},
 	{names: []string{"remove_member"}, method: http.MethodDelete, path: "members", token: true,
-		valid:  func(r memberRequest, maxID uint64) bool { return r.ID >= 1 && r.ID <= maxID },
-		change: func(src Source, r memberRequest) error { return src.RemoveMember(r.ID) }},
+		valid: func(r memberRequest, maxID uint64) bool { return r.ID >= 1 && r.ID <= maxID },
+		change: func(ctx context.Context, src Source, r memberRequest) (membership.Config, error) {
+			return src.Reconfigure(ctx, nil, []uint64{r.ID})
+		}},
 }
 
 // zabStateJSON fills zabstate: the node's place in the ensemble, in the

@@ -106,11 +106,13 @@ func (m *Monitor) changeHandler(cmd *command) http.HandlerFunc {
 			adminReply(w, http.StatusBadRequest, map[string]any{"command": name, "error": `want a JSON body {"id": N, "addr": "host:port"}`})
 			return
 		}
-		if err := cmd.change(m.src, req); err != nil {
+		cfg, err := cmd.change(r.Context(), m.src, req)
+		if err != nil {
 			adminReply(w, http.StatusConflict, map[string]any{"command": name, "error": err.Error()})
 			return
 		}
-		adminReply(w, http.StatusOK, map[string]any{"command": name, "id": req.ID, "addr": req.Addr, "error": nil})
+		adminReply(w, http.StatusOK, map[string]any{"command": name, "id": req.ID, "addr": req.Addr,
+			"config": cfg.Text(), "error": nil})
 	}
 }
 

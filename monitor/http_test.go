@@ -270,7 +270,9 @@ func TestAdminMembership(t *testing.T) {
 		}
 	}
 	status, body := get(t, h, http.MethodPost, "/commands/members", token, `{"id":5,"addr":"127.0.0.1:7005"}`)
-	if want := `{"command": "add_member", "id": 5, "addr": "127.0.0.1:7005", "error": null}`; status != http.StatusOK || !reflect.DeepEqual(decode(t, body), decode(t, want)) {
+	wantConfig := "server.1=127.0.0.1:7001:7101:participant\nserver.2=127.0.0.1:7002:7102:participant;127.0.0.1:2182\n" +
+		"server.4=127.0.0.1:7004:0:participant\nserver.5=127.0.0.1:7005:0:participant\nversion=100000003"
+	if want := `{"command": "add_member", "id": 5, "addr": "127.0.0.1:7005", "config": "` + strings.ReplaceAll(wantConfig, "\n", `\n`) + `", "error": null}`; status != http.StatusOK || !reflect.DeepEqual(decode(t, body), decode(t, want)) {
 		t.Errorf("add: %d %s", status, body)
 	}
 	follower := newMonitor(t, ensemble(Follower), Config{AdminToken: "secret-token"}).AdminHandler()

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"context"
 	"time"
 
 	"github.com/hutchzk/hutch/membership"
@@ -31,9 +32,11 @@ type Source interface {
 	ResetStats()
 	// ResetConnectionStats clears every connection's statistics (crst).
 	ResetConnectionStats()
-	// AddMember and RemoveMember change the ensemble; only its leader can.
-	AddMember(id uint64, addr string) error
-	RemoveMember(id uint64) error
+	// Reconfigure changes the ensemble's membership as a reconfig does
+	// (the leader decides, Raft follows), with the operator's authority:
+	// joining are server.N=... lines, leaving the ids to remove. It
+	// returns the new configuration.
+	Reconfigure(ctx context.Context, joining []string, leaving []uint64) (membership.Config, error)
 }
 
 // Parts names the parts of a Snapshot a view reads, so that a request

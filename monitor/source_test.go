@@ -1,8 +1,10 @@
 package monitor
 
 import (
+	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -111,24 +113,30 @@ func (m *memSource) ResetConnectionStats() {
 
 var errNotLeader = errors.New("not the leader")
 
-func (m *memSource) AddMember(id uint64, addr string) error {
+// Reconfigure changes the fixture's membership as a reconfig would;
+// only the fixture's leader takes it.
+func (m *memSource) Reconfigure(_ context.Context, joining []string, leaving []uint64) (membership.Config, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.state.Mode != Leader {
-		return errNotLeader
+		return membership.Config{}, errNotLeader
 	}
-	m.state.Replication.Members = append(m.state.Replication.Members, Member{ID: id, Addr: addr, Voter: true})
-	return nil
-}
-
-func (m *memSource) RemoveMember(id uint64) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.state.Mode != Leader {
-		return errNotLeader
+	var ids []string
+	for _, id := range leaving {
+		ids = append(ids, strconv.FormatUint(id, 10))
 	}
-	m.state.Replication.Members = slices.DeleteFunc(m.state.Replication.Members, func(x Member) bool { return x.ID == id })
-	return nil
+	r := &m.state.Replication
+	cfg, err := membership.Incremental(r.Config, []byte(strings.Join(joining, ",")), []byte(strings.Join(ids, ",")), true)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Version = r.Config.Version + 1
+	r.Config, r.Members = cfg, nil
+	for _, mem := range cfg.Members {
+		r.Members = append(r.Members, Member{ID: mem.ID, Addr: mem.RaftAddr(), Role: mem.Role, Client: mem.ClientAddr(), Voter: mem.Votes()})
+	}
+	slices.SortFunc(r.Members, func(a, b Member) int { return int(a.ID) - int(b.ID) })
+	return cfg, nil
 }
 
 // The fixture's moments: the server started at t0, the snapshot is taken

@@ -27,7 +27,8 @@ import (
 //
 // and closes the connection. Questions are rare (a viewer's redraw, at
 // most once a second whoever looks), so a connection per question costs
-// nothing worth pooling.
+// nothing worth pooling. Questions whose first byte is 0 are the store's
+// own and never reach Config.Answer: askStatus's is the only one.
 const tagAsk byte = 'Q'
 
 // Bounds on questions.
@@ -144,7 +145,11 @@ func (s *Store) handleAsk(c net.Conn) {
 		return
 	}
 	status, answer := answerNone, []byte(nil)
-	if s.cfg.Answer != nil {
+	if len(question) > 0 && question[0] == 0 {
+		if a, ok := s.answerStatus(question); ok {
+			status, answer = answerOK, a
+		}
+	} else if s.cfg.Answer != nil {
 		if a, err := s.cfg.Answer(s.stopCtx, question); err == nil {
 			status, answer = answerOK, a
 		} else {
@@ -157,4 +162,64 @@ func (s *Store) handleAsk(c net.Conn) {
 		return
 	}
 	_, _ = c.Write(answer)
+}
+
+// statusQuestion starts the store's own status question: "have you
+// applied index target? wait up to wait for it", followed by
+// uvarint(target) uvarint(wait in ms). The answer is uvarint(applied)
+// uvarint(node id): the leader learns how far a member is, and that it
+// asked the member it meant to (reconfig.go).
+var statusQuestion = []byte{0, 'S'}
+
+// maxStatusWait bounds the wait a status question may ask for.
+const maxStatusWait = time.Minute
+
+// askStatus asks the member at addr whether it has applied target,
+// giving it wait to get there, and returns its applied index and its id.
+func (s *Store) askStatus(ctx context.Context, addr string, target uint64, wait time.Duration) (applied, id uint64, err error) {
+	q := binary.AppendUvarint(append([]byte(nil), statusQuestion...), target)
+	q = binary.AppendUvarint(q, uint64(wait.Milliseconds()))
+	ctx, cancel := context.WithTimeout(ctx, wait+s.cfg.ForwardTimeout)
+	defer cancel()
+	a, err := s.Ask(ctx, addr, q, 32)
+	if err != nil {
+		return 0, 0, err
+	}
+	r := &byteReader{b: a}
+	applied, id = r.uvarint(), r.uvarint()
+	if r.bad || len(r.b) != 0 {
+		return 0, 0, fmt.Errorf("raftstore: bad status answer from %s", addr)
+	}
+	return applied, id, nil
+}
+
+// answerStatus answers a status question once this node has applied its
+// target or its wait is over; false for a question it does not know.
+func (s *Store) answerStatus(q []byte) ([]byte, bool) {
+	if len(q) < len(statusQuestion) || q[1] != statusQuestion[1] {
+		return nil, false
+	}
+	r := &byteReader{b: q[len(statusQuestion):]}
+	target, waitMS := r.uvarint(), r.uvarint()
+	if r.bad || len(r.b) != 0 {
+		return nil, false
+	}
+	wait := min(time.Duration(waitMS)*time.Millisecond, maxStatusWait)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		applied, moved := s.fsm.waitCh()
+		if applied >= target {
+			break
+		}
+		select {
+		case <-moved:
+			continue
+		case <-t.C:
+		case <-s.stop:
+		}
+		break
+	}
+	a := binary.AppendUvarint(nil, s.db.Applied())
+	return binary.AppendUvarint(a, s.cfg.NodeID), true
 }

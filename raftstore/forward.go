@@ -16,7 +16,9 @@ import (
 // must I reach for sync?"), frameTouches (payload: uvarint count, varint
 // session ids: sessions its clients were active on) or frameNotice
 // (payload: uvarint index: "tell me when you have applied past it", see
-// notices.go). The leader answers each with a status and two values: the
+// notices.go) or frameReconfig (payload: a client's reconfig, see
+// reconfig.go; answered once its outcome is logged and applied on the
+// leader). The leader answers each with a status and two values: the
 // index for frameIndex, the index and term of the newest entry applied
 // for frameNotice, the index applied for frameTouches. Commands are acknowledged once handed to Raft, not
 // once committed; the origin learns the outcome when they reach its own
@@ -26,6 +28,7 @@ const (
 	frameIndex    byte = 'I'
 	frameTouches  byte = 'T'
 	frameNotice   byte = 'N'
+	frameReconfig byte = 'R'
 
 	statusOK        byte = 0
 	statusNotLeader byte = 1
@@ -138,6 +141,10 @@ func (s *Store) serveFrame(kind byte, payload []byte) (status byte, v, v2 uint64
 		return s.serveNotice(payload)
 	case frameDigest:
 		return s.serveDigest(payload)
+	case frameReconfig:
+		if serve := s.onReconfig.Load(); serve != nil {
+			return (*serve)(payload), 0, 0
+		}
 	}
 	return statusFailed, 0, 0
 }

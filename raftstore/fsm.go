@@ -33,13 +33,18 @@ type fsm struct {
 	// nothing more is applied.
 	halt   func(error)
 	halted atomic.Bool
+	// logs is the log store, from which a configuration entry's term is
+	// read (Raft hands StoreConfiguration its index only); set at open.
+	logs raft.LogStore
 
 	// wmu guards notify, lastIndex and lastTerm.
 	wmu    sync.Mutex
 	notify chan struct{} // closed when the applied index advances; nil if nobody waits
-	// lastIndex and lastTerm are the newest command entry applied: being
-	// applied, it is committed, and a follower holding an entry of that
-	// index and term holds every committed entry up to it.
+	// lastIndex and lastTerm are the newest command or configuration
+	// entry applied: being applied, it is committed, and a follower
+	// holding an entry of that index and term holds every committed entry
+	// up to it. Commit notices carry them, so a follower applies a
+	// configuration entry as soon as a command.
 	lastIndex, lastTerm uint64
 }
 
@@ -71,6 +76,12 @@ func (f *fsm) StoreConfiguration(index uint64, c raft.Configuration) {
 	}
 	if index > f.db.Applied() { // else a commit notice applied it already
 		f.db.ApplyReplicas(index, replicasOf(c))
+	}
+	if f.logs != nil {
+		if l, err := readLog(f.logs, index); err == nil {
+			f.applied(index, l.Term)
+			return
+		}
 	}
 	f.wake()
 }
@@ -183,7 +194,8 @@ func (f *fsm) applyCommitted(logs raft.LogStore, index, term uint64) bool {
 			if !ok {
 				return false
 			}
-			f.StoreConfiguration(l.Index, c)
+			f.db.ApplyReplicas(l.Index, replicasOf(c))
+			f.applied(l.Index, l.Term)
 		}
 	}
 	return true

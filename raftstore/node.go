@@ -66,7 +66,21 @@ type Node struct {
 	outbox chan forwardBatch
 	// stopped is closed when run returns, so late proposers never block.
 	stopped chan struct{}
-	cancel  context.CancelFunc
+	// ctx ends when the node closes.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// reconfigIn carries this node's clients' reconfigs to reconfigLoop.
+	// On the leader, decideMu is held while one is decided and applied
+	// (one at a time: another meanwhile is refused as in progress), and
+	// raftMu while Raft's configuration is changed (reconcile.go), by a
+	// decision or by the leader's periodic look.
+	reconfigIn chan reconfigCall
+	decideMu   sync.Mutex
+	raftMu     sync.Mutex
+	// leaving is when the leader first saw each server in Raft's
+	// configuration that the membership no longer names (reconcile.go);
+	// raftMu guards it.
+	leaving map[uint64]time.Time
 	wg      sync.WaitGroup
 
 	// ready is the term in which this node leads with every session's
@@ -136,21 +150,28 @@ func OpenNode(cfg Config, db *zkdb.DB, events Events) (*Node, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
-		store:    store,
-		cfg:      store.Config(),
-		db:       db,
-		events:   events,
-		in:       make(chan proposed, 4*maxBatch),
-		outbox:   make(chan forwardBatch, 64),
-		stopped:  make(chan struct{}),
-		cancel:   cancel,
-		touchSet: make(map[int64]struct{}),
+		store:      store,
+		cfg:        store.Config(),
+		db:         db,
+		events:     events,
+		in:         make(chan proposed, 4*maxBatch),
+		outbox:     make(chan forwardBatch, 64),
+		stopped:    make(chan struct{}),
+		ctx:        ctx,
+		cancel:     cancel,
+		reconfigIn: make(chan reconfigCall, 16),
+		leaving:    make(map[uint64]time.Time),
+		touchSet:   make(map[int64]struct{}),
 	}
 	store.onHalt(events.Halted)
+	serve := n.serveReconfig
+	store.onReconfig.Store(&serve)
 	n.wg.Go(func() { n.run(ctx) })
 	n.wg.Go(func() { n.forwardLoop(ctx) })
 	n.wg.Go(func() { n.watchLeadership(ctx) })
 	n.wg.Go(func() { n.reportTouches(ctx) })
+	n.wg.Go(func() { n.reconfigLoop(ctx) })
+	n.wg.Go(func() { n.reconcileLoop(ctx) })
 	return n, nil
 }
 
@@ -380,10 +401,13 @@ func (n *Node) lookAtLeadership(ctx context.Context, w *leadershipWatch, strande
 	if err := n.store.Barrier(n.cfg.ElectionTimeout); err != nil || !n.store.IsLeader() || n.store.Term() != term {
 		return leaderPoll // lost it again, or not yet: look again soon
 	}
+	if err := n.writeFirstMembership(); err != nil {
+		n.cfg.Logger.Warn("cannot write the ensemble's first membership", "err", err)
+		return leaderPoll
+	}
 	n.db.ResetTimers(n.cfg.Clock.Now())
 	n.ready.Store(term)
 	n.cfg.Logger.Info("raft leadership gained", "node", n.cfg.NodeID, "term", term)
-	n.writeFirstMembership()
 	return wait
 }
 
@@ -634,39 +658,27 @@ func (n *Node) Info() Info {
 // leader, to be logged.
 func (n *Node) Forwarded() int64 { return n.forwarded.Load() }
 
-// AddMember adds a voting member. Leader only.
-func (n *Node) AddMember(id uint64, addr string) error {
-	_, prev, err := n.store.Configuration()
-	if err != nil {
-		return err
-	}
-	return n.store.AddVoter(id, addr, prev)
-}
-
-// RemoveMember removes a member. Leader only.
-func (n *Node) RemoveMember(id uint64) error {
-	_, prev, err := n.store.Configuration()
-	if err != nil {
-		return err
-	}
-	return n.store.RemoveServer(id, prev)
-}
-
 // writeFirstMembership puts the ensemble's first configuration (Members,
-// from its server.N lines) into the log, once the first leader has taken
-// over: from then on the membership is the replicated state's. A later
-// leader finds it there and does nothing; should two leaders both write
-// it, the second finds another version and is refused.
-func (n *Node) writeFirstMembership() {
+// from its server.N lines) into the log as the first leader takes over,
+// and waits for it to apply: from then on the membership is the
+// replicated state's. A later leader finds it there and does nothing;
+// should two leaders both write it, the second finds another version and
+// is refused.
+func (n *Node) writeFirstMembership() error {
 	if !n.db.Membership().IsZero() || !slices.ContainsFunc(n.cfg.Members, func(m membership.Member) bool { return m.ID == n.cfg.NodeID }) {
-		return // written already, or this node joined later and knows only part of it
+		return nil // written already, or this node joined later and knows only part of it
 	}
+	return n.writeMembership(n.cfg.Members)
+}
+
+// writeMembership logs members as the first membership and waits for it
+// to apply.
+func (n *Node) writeMembership(members []membership.Member) error {
 	cmd := zkdb.Command{Origin: n.cfg.NodeID, Kind: zkdb.KindReconfig, Txn: tree.Txn{Op: wire.OpReconfig,
-		Req: &zkdb.Outcome{Config: membership.FromMembers(0, n.cfg.Members)}}}
+		Req: &zkdb.Outcome{Config: membership.FromMembers(0, members)}}}
 	enc, err := zkdb.AppendCommands(nil, []zkdb.Command{cmd})
 	if err != nil {
-		n.cfg.Logger.Error("cannot encode the first membership", "err", err)
-		return
+		return err
 	}
-	n.store.append(enc)
+	return n.store.wait(n.store.append(enc))
 }

@@ -494,7 +494,7 @@ func (s *Store) handlePipe(c net.Conn) {
 			return
 		}
 		switch kind {
-		case frameIndex, frameNotice, frameTouches, frameDigest:
+		case frameIndex, frameNotice, frameTouches, frameDigest, frameReconfig:
 			// Touches too: a report of client activity must not wait
 			// behind commands that wait for Raft to take them, or the
 			// leader could expire sessions whose clients are answered.

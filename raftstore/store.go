@@ -131,6 +131,22 @@ type Config struct {
 	// onStored, for tests, is told the last index of every append to the
 	// log once the store has returned (BenchmarkFollowerWriteStages).
 	onStored func(last uint64)
+	// ReconfigEnabled lets clients change the membership with reconfig,
+	// as ZooKeeper's reconfigEnabled (off by default): the leader's
+	// setting decides, as in ZooKeeper. The operator's own changes
+	// (Node.ChangeMembership) are not subject to it.
+	ReconfigEnabled bool
+	// StandaloneDisabled is ZooKeeper's standaloneEnabled=false: a
+	// reconfig may then leave a single participant; otherwise it must
+	// leave at least two.
+	StandaloneDisabled bool
+	// MaxMemberID bounds the ids a reconfig may bring in (hutch's session
+	// ids carry their member's id in one byte); 0 for none.
+	MaxMemberID uint64
+	// CatchUpTimeout bounds how long a reconfig that needs a joining
+	// member for its new quorum waits for it to catch up; default five
+	// election timeouts.
+	CatchUpTimeout time.Duration
 }
 
 // deriveMembers fills Peers from Members, or Members from Peers.
@@ -211,6 +227,7 @@ func (c *Config) setDefaults() error {
 	def(&c.SnapshotInterval, 10*time.Second)
 	def(&c.ForwardTimeout, c.ElectionTimeout)
 	def(&c.ReportInterval, c.ElectionTimeout/10)
+	def(&c.CatchUpTimeout, 5*c.ElectionTimeout)
 	if c.QuietAfter == 0 {
 		c.QuietAfter = DefaultQuietAfter
 	}
@@ -307,10 +324,13 @@ type Store struct {
 	// returns its failures rather than parking.
 	noticeLogs raft.LogStore
 
-	notices *notices      // commit notices heard from the leader
-	changes *changes      // fired when Raft's state or leader changes
-	ready   chan struct{} // closed once raft exists: forwarding may be served
-	stop    chan struct{} // closed by Close
+	notices *notices // commit notices heard from the leader
+	// onReconfig decides a reconfig forwarded to this node as leader
+	// (the Node's, set once it is open); nil until then.
+	onReconfig atomic.Pointer[func(payload []byte) (status byte)]
+	changes    *changes      // fired when Raft's state or leader changes
+	ready      chan struct{} // closed once raft exists: forwarding may be served
+	stop       chan struct{} // closed by Close
 	// stopCtx is cancelled by Close, for I/O that must end with it.
 	stopCtx    context.Context
 	cancelStop context.CancelFunc
@@ -392,6 +412,9 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.MaxAppendEntries = 256
 	rc.BatchApplyCh = true
+	// A member a reconfig removes stays up, so that it can say it is not
+	// serving and be added back; Raft would shut itself down.
+	rc.ShutdownOnRemove = false
 	rc.Logger = newHCLogger(s.log, "raft")
 	s.reloadable = reloadableOf(rc)
 
@@ -413,6 +436,7 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 		}
 	}}
 	s.logs, s.snaps = logs, newTimedSnapshots(checked, cfg.DataDir)
+	s.fsm.logs = s.logs
 	s.noticeLogs = guardedLogs{LogStore: ls.logs, s: s}
 	s.raft, err = raft.NewRaft(rc, s.fsm, logs, stable, s.snaps, newClampedTransport(s.trans, s.stop))
 	if err != nil {

@@ -67,6 +67,9 @@ func (k sink) Applied(e *zkdb.Effects) {
 		}
 		close(p.done)
 	}
+	if e.Membership != nil {
+		s.memberOf(*e.Membership)
+	}
 	if e.MovedFrom != 0 {
 		if c := s.connByID(e.MovedFrom); c != nil {
 			s.log.Info("closing connection: session re-attached elsewhere", "session", e.Command.Txn.Session, "ip", c.ip)
@@ -93,4 +96,7 @@ func (k sink) Reset() {
 	for _, c := range s.openConns() {
 		c.out.abort()
 	}
+	// The snapshot holds a membership; it is read once the DB's lock is
+	// released.
+	go func() { s.memberOf(s.db.Membership()) }()
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hutchzk/hutch/clock"
 	"github.com/hutchzk/hutch/membership"
 	"github.com/hutchzk/hutch/raftstore"
+	"github.com/hutchzk/hutch/wire"
 	"github.com/hutchzk/hutch/zkdb"
 )
 
@@ -39,8 +40,11 @@ type replication interface {
 	Touched(session int64)
 	// Info describes the node's place in its ensemble.
 	Info() raftstore.Info
-	AddMember(id uint64, addr string) error
-	RemoveMember(id uint64) error
+	// Reconfig hands a reconfig (cmd names who asked, body is the
+	// request's encoding; operator for the operator's own) to be decided
+	// and its outcome logged; the outcome applies as a KindReconfig
+	// command, or the proposal fails. False once replication has stopped.
+	Reconfig(cmd zkdb.Command, body []byte, operator bool) bool
 	// Close stops it; proposals not yet applied never will be.
 	Close() error
 }
@@ -122,19 +126,20 @@ const maxLocalBatch = 256
 // localReplication serves a single in-memory node: it applies batches of
 // commands to the DB itself, stamped with its clock.
 type localReplication struct {
-	db    *zkdb.DB
-	clock clock.Clock
-	id    uint64
-	in    chan zkdb.Command
+	db              *zkdb.DB
+	clock           clock.Clock
+	id              uint64
+	reconfigEnabled bool
+	in              chan zkdb.Command
 	// stopped is closed when run returns, so late proposers never block.
 	stopped chan struct{}
 	cancel  context.CancelFunc
 	done    sync.WaitGroup
 }
 
-func startLocalReplication(db *zkdb.DB, clk clock.Clock, id uint64) *localReplication {
+func startLocalReplication(db *zkdb.DB, clk clock.Clock, id uint64, reconfigEnabled bool) *localReplication {
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &localReplication{db: db, clock: clk, id: id, in: make(chan zkdb.Command, 4*maxLocalBatch),
+	r := &localReplication{db: db, clock: clk, id: id, reconfigEnabled: reconfigEnabled, in: make(chan zkdb.Command, 4*maxLocalBatch),
 		stopped: make(chan struct{}), cancel: cancel}
 	r.done.Go(func() { r.run(ctx) })
 	return r
@@ -149,12 +154,27 @@ func (r *localReplication) Propose(cmd zkdb.Command, _ int) bool {
 	}
 }
 
-func (r *localReplication) State() membership.State        { return membership.Standalone }
-func (r *localReplication) Leading() (uint64, bool)        { return localTerm, true }
-func (r *localReplication) CatchUp(context.Context) error  { return nil }
-func (r *localReplication) Touched(int64)                  {}
-func (r *localReplication) AddMember(uint64, string) error { return ErrNotReplicated }
-func (r *localReplication) RemoveMember(uint64) error      { return ErrNotReplicated }
+func (r *localReplication) State() membership.State       { return membership.Standalone }
+func (r *localReplication) Leading() (uint64, bool)       { return localTerm, true }
+func (r *localReplication) CatchUp(context.Context) error { return nil }
+func (r *localReplication) Touched(int64)                 {}
+
+// Reconfig answers as a standalone ZooKeeper (standaloneReconfig).
+func (r *localReplication) Reconfig(cmd zkdb.Command, _ []byte, _ bool) bool {
+	return r.Propose(standaloneReconfig(cmd, r.reconfigEnabled), 0)
+}
+
+// standaloneReconfig is a single node's answer to a reconfig, as a
+// standalone ZooKeeper's: RECONFIGDISABLED, or with reconfig enabled
+// UNIMPLEMENTED (it has no ensemble to change). Either takes a zxid.
+func standaloneReconfig(cmd zkdb.Command, enabled bool) zkdb.Command {
+	code := wire.CodeUnimplemented
+	if !enabled {
+		code = wire.CodeReconfigDisabled
+	}
+	cmd.Kind, cmd.Txn.Op, cmd.Txn.Req = zkdb.KindReconfig, wire.OpReconfig, &zkdb.Outcome{Code: code}
+	return cmd
+}
 func (r *localReplication) Info() raftstore.Info {
 	return raftstore.Info{State: membership.Standalone, NodeID: r.id}
 }
@@ -197,6 +217,7 @@ func (c *conn) waitWrites() {
 		c.srv.await(c.lastWrite)
 		c.lastWrite = nil
 	}
+	c.pendingReconfig = nil
 }
 
 // submit proposes a write and returns once it has been queued; p.done closes

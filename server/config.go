@@ -86,6 +86,11 @@ type Config struct {
 	// read-only, until a leader is known again (readonly.go). Without
 	// it such a member serves nobody.
 	ReadOnlyMode bool
+	// ReconfigEnabled lets clients change an ensemble's membership with
+	// reconfig, as ZooKeeper's reconfigEnabled (off by default): without
+	// it reconfig answers RECONFIGDISABLED. A single node answers
+	// UNIMPLEMENTED, as a standalone ZooKeeper does.
+	ReconfigEnabled bool
 	// MetricsAddr, when set, serves metrics at /metrics
 	// (metricsProvider.httpHost:httpPort) through MetricsProvider.
 	MetricsAddr string

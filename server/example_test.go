@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/hutchzk/hutch/membership"
 	"github.com/hutchzk/hutch/raftstore"
 	"github.com/hutchzk/hutch/server"
 )
@@ -53,7 +55,7 @@ func ExampleServer_DialMemory() {
 // between the nodes over loopback, on ports the kernel picks (the first
 // node starts alone, the others join it), clients in memory, each
 // connected to a different node.
-func ExampleServer_AddMember() {
+func ExampleServer_AddMembers() {
 	dir, err := os.MkdirTemp("", "coordinator-")
 	if err != nil {
 		fmt.Println(err)
@@ -84,7 +86,9 @@ func ExampleServer_AddMember() {
 			return
 		}
 		defer n.Close()
-		if err := first.AddMember(id, n.Replication().Raft["raft_addr"]); err != nil {
+		host, port, _ := net.SplitHostPort(n.Replication().Raft["raft_addr"])
+		quorumPort, _ := strconv.Atoi(port)
+		if _, err := first.AddMembers(context.Background(), membership.Member{ID: id, Host: host, QuorumPort: quorumPort}); err != nil {
 			fmt.Println("add member:", err)
 			return
 		}

@@ -21,7 +21,7 @@ import (
 // Snapshot reads the parts of the server's state asked for
 // (monitor.Source). It waits for no request in flight.
 func (s *Server) Snapshot(want monitor.Parts) *monitor.Snapshot {
-	snap := &monitor.Snapshot{Taken: time.Now(), Serving: !s.notServing.Load() || s.isReadOnly(), Server: s.settings()}
+	snap := &monitor.Snapshot{Taken: time.Now(), Serving: (!s.notServing.Load() || s.isReadOnly()) && !s.removed.Load(), Server: s.settings()}
 	if want&monitor.PartReplication != 0 {
 		snap.Mode, snap.Replication = replicationView(s.Replication())
 	} else {

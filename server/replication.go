@@ -57,12 +57,6 @@ func (s *Server) catchUp(ctx context.Context) error {
 	return err
 }
 
-// AddMember adds a voting member to the ensemble. Only the leader can.
-func (s *Server) AddMember(id uint64, raftAddr string) error { return s.repl.AddMember(id, raftAddr) }
-
-// RemoveMember removes a member from the ensemble. Only the leader can.
-func (s *Server) RemoveMember(id uint64) error { return s.repl.RemoveMember(id) }
-
 // replicationEvents is how a raftstore.Node reaches the server.
 type replicationEvents struct{ s *Server }
 
@@ -112,7 +106,7 @@ func (s *Server) sweep() {
 // the Raft group.
 func (s *Server) openReplication() (replication, error) {
 	if s.cfg.Raft == nil {
-		return startLocalReplication(s.db, s.clock, s.nodeID), nil
+		return startLocalReplication(s.db, s.clock, s.nodeID, s.cfg.ReconfigEnabled), nil
 	}
 	rc := *s.cfg.Raft
 	if rc.Logger == nil {
@@ -120,6 +114,10 @@ func (s *Server) openReplication() (replication, error) {
 	}
 	if rc.Clock == nil {
 		rc.Clock = s.clock
+	}
+	rc.ReconfigEnabled = rc.ReconfigEnabled || s.cfg.ReconfigEnabled
+	if rc.MaxMemberID == 0 {
+		rc.MaxMemberID = MaxServerID
 	}
 	// A forwarded batch holds whole requests, each up to MaxFrameSize.
 	if need := 2 * int64(s.cfg.MaxFrameSize); rc.MaxForwardFrame < need {

@@ -31,7 +31,14 @@ func (c *conn) handle(frame []byte) bool {
 	switch h.Type {
 	case wire.OpPing:
 		// ZooKeeper answers every ping with xid -2, whatever xid it carried.
-		c.waitWrites()
+		// A ping waits for the replies of earlier writes, except a
+		// reconfig's: its outcome may take a while (the leader asks the
+		// members of the new configuration), and clients handle ping
+		// replies apart from the others, so answering keeps them from
+		// timing out meanwhile.
+		if c.pendingReconfig == nil {
+			c.waitWrites()
+		}
 		c.reply(wire.XidPing, c.lastZxid(), nil, nil)
 		return true
 	case wire.OpCloseSession:
@@ -46,6 +53,8 @@ func (c *conn) handle(frame []byte) bool {
 		return c.setWatches(h)
 	case wire.OpSASL:
 		return c.saslStep(h)
+	case wire.OpReconfig:
+		return c.reconfig(h, frame[len(frame)-d.Remaining():])
 	}
 	if tree.IsClientWrite(h.Type) {
 		req, ok := c.decodeWrite(h)

@@ -145,6 +145,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("open replication: %w", err)
 	}
 	s.repl = repl
+	s.memberOf(s.db.Membership())
 	s.ln = ln
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if adminLn != nil {

@@ -19,6 +19,12 @@ func (c *conn) connect(req *wire.ConnectRequest) bool {
 	s := c.srv
 	began := time.Now()
 	timeout := session.NegotiateTimeout(time.Duration(req.Timeout)*time.Millisecond, s.cfg.MinSessionTimeout, s.cfg.MaxSessionTimeout)
+	if s.removed.Load() {
+		// Four-letter words are answered ("not currently serving"), but
+		// no session: the client moves on to a member.
+		s.log.Info("refusing session: this server is not a member of the ensemble", "ip", c.ip)
+		return false
+	}
 	if s.isReadOnly() {
 		return c.connectReadOnly(req, timeout, began)
 	}

@@ -84,6 +84,10 @@ type Server struct {
 	// ZooKeeper follower that lost its leader, it drops its clients and
 	// turns new ones away so they move to a node in the majority.
 	notServing atomic.Bool
+	// removed is set while this member of an ensemble is not in its
+	// membership (a reconfig removed it, or it has not yet caught up to
+	// the reconfig that adds it): it serves no clients.
+	removed atomic.Bool
 	// ready is closed once the server serves clients (Ready).
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -175,6 +179,10 @@ type conn struct {
 	// lastWrite is the newest write this connection proposed; a read waits for
 	// it so that it sees this session's own writes.
 	lastWrite *proposal
+	// pendingReconfig is this connection's reconfig while its outcome has not
+	// applied: it travels apart from the connection's ordered writes, so
+	// a later write waits for it before it is proposed (reconfig.go).
+	pendingReconfig *proposal
 	// order numbers the commands this connection sends for its session
 	// (zkdb.Command.Order). Only the reader goroutine uses it.
 	order uint64

@@ -28,6 +28,9 @@ func (c *conn) decodeWrite(h wire.RequestHeader) (tree.Request, bool) {
 // propose sends a write to the committer without waiting: writes of one
 // session pipeline, and the reply is queued when the write applies.
 func (c *conn) propose(h wire.RequestHeader, req tree.Request, size int) bool {
+	if c.pendingReconfig != nil {
+		c.waitWrites()
+	}
 	p := &proposal{
 		cmd: zkdb.Command{Conn: c.id, Order: c.nextOrder(), Kind: zkdb.KindTxn,
 			Txn: c.prepare(h.Type, req)},

@@ -142,7 +142,7 @@ func FuzzPathWatchRequest(f *testing.F) {
 }
 
 func FuzzReconfigRequest(f *testing.F) {
-	fuzzMessage[ReconfigRequest](f, nil, ReconfigRequest{JoiningServers: "a", LeavingServers: "b", CurConfigID: -1})
+	fuzzMessage[ReconfigRequest](f, nil, ReconfigRequest{JoiningServers: []byte("a"), LeavingServers: []byte("b"), CurConfigID: -1})
 }
 
 // Replies send null lists as empty ones, so a decoded nil is expected back

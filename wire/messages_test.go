@@ -71,7 +71,7 @@ func allMessages() []messageCase {
 		{"ClientInfo", &ClientInfo{AuthScheme: "ip", User: "127.0.0.1"}, func() Message { return new(ClientInfo) }, 0},
 		{"WhoAmIResponse", &WhoAmIResponse{Infos: []ClientInfo{{"ip", "127.0.0.1"}, {"digest", "bob"}}}, func() Message { return new(WhoAmIResponse) }, 0},
 		{"WatcherEvent", &WatcherEvent{Type: EventNodeDataChanged, State: StateSyncConnected, Path: "/we"}, func() Message { return new(WatcherEvent) }, 0},
-		{"ReconfigRequest", &ReconfigRequest{JoiningServers: "server.4=h:2888:3888", LeavingServers: "1", NewMembers: "", CurConfigID: -1}, func() Message { return new(ReconfigRequest) }, 0},
+		{"ReconfigRequest", &ReconfigRequest{JoiningServers: []byte("server.4=h:2888:3888"), LeavingServers: []byte("1"), NewMembers: nil, CurConfigID: -1}, func() Message { return new(ReconfigRequest) }, 0},
 	}
 }
 

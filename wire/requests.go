@@ -170,16 +170,16 @@ func (r *RemoveWatchesRequest) Decode(d *Decoder) {
 
 // Encode appends the jute encoding of r.
 func (r *ReconfigRequest) Encode(e *Encoder) {
-	e.String(r.JoiningServers)
-	e.String(r.LeavingServers)
-	e.String(r.NewMembers)
+	e.Buffer(r.JoiningServers)
+	e.Buffer(r.LeavingServers)
+	e.Buffer(r.NewMembers)
 	e.Int64(r.CurConfigID)
 }
 
 // Decode reads r from d.
 func (r *ReconfigRequest) Decode(d *Decoder) {
-	r.JoiningServers = d.String()
-	r.LeavingServers = d.String()
-	r.NewMembers = d.String()
+	r.JoiningServers = d.Buffer()
+	r.LeavingServers = d.Buffer()
+	r.NewMembers = d.Buffer()
 	r.CurConfigID = d.Int64()
 }

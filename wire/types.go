@@ -396,10 +396,12 @@ type WatcherEvent struct {
 	Path  string
 }
 
-// ReconfigRequest is decoded only to be refused.
+// ReconfigRequest is a reconfig (ZooKeeperAdmin.reconfigure). Its three
+// strings are jute ustrings that may be null, which matters: a null
+// NewMembers makes the change incremental. nil is null.
 type ReconfigRequest struct {
-	JoiningServers string
-	LeavingServers string
-	NewMembers     string
+	JoiningServers []byte
+	LeavingServers []byte
+	NewMembers     []byte
 	CurConfigID    int64
 }

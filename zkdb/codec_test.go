@@ -38,7 +38,7 @@ func sampleCommands() []Command {
 		{Conn: 9, Kind: KindTxn, Txn: tree.Txn{Session: 0x100000001, Op: wire.OpCreateSession, Req: &tree.CreateSession{ID: 0x100000001, Timeout: 30000, Passwd: []byte("0123456789abcdef")}}},
 		{Conn: 9, Order: 4, Kind: KindTxn, Txn: tree.Txn{Session: -5, Op: wire.OpCloseSession}},
 		{Kind: KindTxn, Term: 1 << 33, Txn: txn(wire.OpDeleteContainer, &wire.PathRequest{Path: "/c"})},
-		{Kind: KindTxn, Txn: txn(wire.OpReconfig, &wire.ReconfigRequest{JoiningServers: "j", LeavingServers: "l", NewMembers: "n", CurConfigID: -1})},
+		{Kind: KindTxn, Txn: txn(wire.OpReconfig, &wire.ReconfigRequest{JoiningServers: []byte("j"), LeavingServers: []byte("l"), NewMembers: []byte("n"), CurConfigID: -1})},
 		{Origin: 2, Seq: 5, Conn: 11, Kind: KindAttach, Timeout: 4000, Txn: tree.Txn{Session: 0x100000001}},
 	}
 }

@@ -53,6 +53,8 @@ type Effects struct {
 	// MovedFrom is the connection that owned the session before an attach
 	// moved it elsewhere; it should be dropped (0 if none).
 	MovedFrom int64
+	// Membership is the configuration a reconfig installed; nil otherwise.
+	Membership *membership.Config
 }
 
 // Config configures a DB.

@@ -137,9 +137,19 @@ func (d *DB) applyReconfig(c *Command, e *Effects) {
 	cfg := out.Config.Clone()
 	cfg.Version = txn.Zxid
 	d.members = cfg
+	installed := cfg.Clone()
+	e.Membership = &installed
 	data := []byte(cfg.Text())
 	stat, events := d.tree.SetConfig(data, txn.Zxid, txn.Time)
 	e.Result = tree.Result{Resp: &wire.GetDataResponse{Data: data, Stat: stat}, Events: events}
+}
+
+// CheckConfigWrite is a reconfig's permission check: may a requester
+// with these identities write /zookeeper/config?
+func (d *DB) CheckConfigWrite(auth []wire.ID) error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.tree.CheckConfigWrite(auth)
 }
 
 // Member returns the member with id in the current configuration.

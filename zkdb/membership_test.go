@@ -92,7 +92,7 @@ func TestReconfigApplies(t *testing.T) {
 			t.Errorf("%s changed the membership", tc.name)
 		}
 	}
-	next, _ := membership.Incremental(db.Membership(), nil, []byte("3"))
+	next, _ := membership.Incremental(db.Membership(), nil, []byte("3"), false)
 	a.apply(6000, reconfig(4, sid, Outcome{Base: 1, Config: next}))
 	if e := rec.last(); e.Result.Err != nil || db.Membership().Version != e.Command.Txn.Zxid || len(db.Membership().Members) != 2 {
 		t.Fatalf("second reconfig: %v, membership %+v", e.Result.Err, db.Membership())

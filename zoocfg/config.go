@@ -34,8 +34,15 @@ type Config struct {
 	MinSessionTimeout time.Duration
 	MaxSessionTimeout time.Duration
 	// StandaloneEnabled (default true) lets a configuration with one
-	// participant run standalone, as QuorumPeerMain does.
+	// participant run standalone, as QuorumPeerMain does; without it a
+	// reconfig may leave a single participant.
 	StandaloneEnabled bool
+	// ReconfigEnabled is reconfigEnabled (default false): clients may
+	// change the membership with reconfig.
+	ReconfigEnabled bool
+	// PeerType is peerType, this server's role; its own server.N line
+	// wins where they differ, as in ZooKeeper.
+	PeerType membership.Role
 	// QuorumListenOnAllIPs makes the quorum port listen on 0.0.0.0.
 	QuorumListenOnAllIPs bool
 	// Servers are the server.N lines (of the file or of dynamicConfigFile).
@@ -231,6 +238,17 @@ func (c *Config) set(p Property, minTimeout, maxTimeout *int) error {
 		*maxTimeout, err = parseInt(v)
 	case key == "standaloneEnabled":
 		c.StandaloneEnabled, err = parseBool(v)
+	case key == "reconfigEnabled":
+		c.ReconfigEnabled, err = parseBool(v)
+	case key == "peerType":
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "observer":
+			c.PeerType = membership.Observer
+		case "participant":
+			c.PeerType = membership.Participant
+		default:
+			return fmt.Errorf("%q is neither observer nor participant", v)
+		}
 	case key == "quorumListenOnAllIPs":
 		c.QuorumListenOnAllIPs, err = parseBool(v)
 	case key == "dynamicConfigFile":

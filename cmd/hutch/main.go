@@ -148,6 +148,7 @@ type flags struct {
 	clock          string
 	enforceQuota   bool
 	readOnlyMode   bool
+	reconfig       bool
 }
 
 func newFlags() (*pflag.FlagSet, *flags) {
@@ -182,6 +183,7 @@ func newFlags() (*pflag.FlagSet, *flags) {
 	fs.Int64Var(&f.historyBytes, "trace-history-bytes", trace.DefaultHistoryBytes, "bytes the trace's window may hold (the live view and metrics report what it holds)")
 	fs.StringSliceVar(&f.fourLetter, "four-letter-words", nil, "four-letter words answered, or * for all; srvr always answers (zoo.cfg: 4lw.commands.whitelist; default: all on a loopback-only client port, else ruok,srvr,isro; with a zoo.cfg, srvr only, as in ZooKeeper)")
 	fs.StringVar(&f.jaasFile, "jaas-file", "", `JAAS file whose Server section lists the SASL DIGEST-MD5 users (user_<name>="<password>"), as java.security.auth.login.config (zoo.cfg: hutch.jaasFile)`)
+	fs.BoolVar(&f.reconfig, "reconfig-enabled", false, "let clients change the ensemble's membership with reconfig (zkCli.sh reconfig, ZooKeeperAdmin.reconfigure), as ZooKeeper's reconfigEnabled; the leader's setting decides (zoo.cfg: reconfigEnabled)")
 	fs.BoolVar(&f.enforceQuota, "enforce-quota", false, "refuse with QUOTAEXCEEDED a create or setData that would pass a hard quota limit (setquota -N/-B), and log every limit passed, as zookeeper.enforceQuota (zoo.cfg: enforceQuota); every member of an ensemble must agree")
 	fs.BoolVar(&f.readOnlyMode, "read-only-mode", false, "readonlymode.enabled: an ensemble member that has known no leader for max(2s, tick-time) serves clients that ask for read-only (canBeReadOnly) from its own state, refusing writes with NOTREADONLY, until a leader is known again (zoo.cfg: readonlymode.enabled)")
 	fs.StringVar(&f.testControls, "test-controls", "", testControlsHelp)
@@ -252,6 +254,7 @@ func configure(fs *pflag.FlagSet, f *flags, logger *slog.Logger) (server.Config,
 	}
 	if replication != nil {
 		replication.Members = file.members
+		replication.StandaloneDisabled = file.standaloneDisabled
 		replication.Logger = logger
 		replication.ElectionTimeout = f.electionTO
 		replication.LogStore = f.logStore
@@ -297,6 +300,7 @@ func configure(fs *pflag.FlagSet, f *flags, logger *slog.Logger) (server.Config,
 		SASLUsers:              saslUsers,
 		EnforceQuota:           f.enforceQuota,
 		ReadOnlyMode:           f.readOnlyMode,
+		ReconfigEnabled:        f.reconfig,
 		MetricsAddr:            f.metricsListen,
 		MetricsProvider:        prometheus.Handler,
 		UIAddr:                 f.uiListen,

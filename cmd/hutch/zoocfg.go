@@ -32,6 +32,9 @@ type fileSettings struct {
 	// members are the server.N lines when they make an ensemble: its
 	// first configuration, client addresses and all.
 	members []membership.Member
+	// standaloneDisabled is standaloneEnabled=false: a reconfig may leave
+	// one participant.
+	standaloneDisabled bool
 }
 
 // builtinAuthProviders are the authProvider.N classes whose scheme hutch
@@ -113,6 +116,9 @@ func applyZooCfg(path string, fs *pflag.FlagSet, f *flags, logger *slog.Logger) 
 		f.dataDir = zc.DataDir
 		warnZooKeeperData(f.dataDir, logger)
 	}
+	if !given("reconfig-enabled") {
+		f.reconfig = zc.ReconfigEnabled
+	}
 	if !given("enforce-quota") {
 		f.enforceQuota = zc.EnforceQuota
 	}
@@ -127,12 +133,13 @@ func applyZooCfg(path string, fs *pflag.FlagSet, f *flags, logger *slog.Logger) 
 	}
 
 	s := fileSettings{
-		members:         ensembleMembers(zc, given),
-		fourLetterWords: zc.FourLetterWords,
-		initLimit:       zc.InitLimit,
-		syncLimit:       zc.SyncLimit,
-		dataLogDir:      zc.DataLogDir,
-		jaasSection:     zc.SASLLoginContext,
+		members:            ensembleMembers(zc, given),
+		standaloneDisabled: !zc.StandaloneEnabled,
+		fourLetterWords:    zc.FourLetterWords,
+		initLimit:          zc.InitLimit,
+		syncLimit:          zc.SyncLimit,
+		dataLogDir:         zc.DataLogDir,
+		jaasSection:        zc.SASLLoginContext,
 	}
 	if s.fourLetterWords == nil {
 		// ZooKeeper answers srvr only unless 4lw.commands.whitelist says
@@ -178,14 +185,14 @@ func applyServers(path string, zc *zoocfg.Config, given func(string) bool, f *fl
 	ids := slices.Sorted(maps.Keys(zc.Servers))
 	for _, id := range ids {
 		s := zc.Servers[id]
-		if s.Role == membership.Observer {
-			return &zoocfg.Error{File: path, Line: s.Line, Key: fmt.Sprintf("server.%d", id),
-				Err: errors.New("observers are not supported: every hutch member is a Raft voter; make it a participant or remove the line")}
-		}
 		if id > server.MaxServerID {
 			return &zoocfg.Error{File: path, Line: s.Line, Key: fmt.Sprintf("server.%d", id),
 				Err: fmt.Errorf("hutch takes server ids 1 to %d (session ids carry the id in one byte)", server.MaxServerID)}
 		}
+	}
+	if self, ok := zc.Servers[zc.MyID]; ok && zc.Has("peerType") && self.Role != zc.PeerType {
+		logger.Warn("zoo.cfg: peerType differs from this server's server.N line; the line wins, as in ZooKeeper",
+			"peerType", zc.PeerType.String(), "line", self.Role.String())
 	}
 	if !zc.Distributed() {
 		if len(ids) > 0 {

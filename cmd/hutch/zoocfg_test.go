@@ -46,14 +46,17 @@ type mapped struct {
 	ListenAddr, AdminAddr, MetricsAddr, SecureListenAddr, SuperDigest, DataLogDir string
 	TickTime, MinSessionTimeout, MaxSessionTimeout                                time.Duration
 	MaxClientConnsPerIP, InitLimit, SyncLimit                                     int
-	EnforceQuota, ReadOnlyMode                                                    bool
+	EnforceQuota, ReadOnlyMode, ReconfigEnabled                                   bool
 	FourLetterWords                                                               []string
 	SASLUsers                                                                     map[string]string
-	// Raft: node id, listen address, peers, data directory ("" for none).
-	NodeID   uint64
-	RaftAddr string
-	Peers    map[uint64]string
-	DataDir  string
+	// Raft: node id, listen address, peers, data directory ("" for none),
+	// the observers among the members, standaloneEnabled=false.
+	NodeID             uint64
+	RaftAddr           string
+	Peers              map[uint64]string
+	DataDir            string
+	Observers          []uint64
+	StandaloneDisabled bool
 }
 
 func mappedOf(c server.Config) mapped {
@@ -63,9 +66,16 @@ func mappedOf(c server.Config) mapped {
 		MinSessionTimeout: c.MinSessionTimeout, MaxSessionTimeout: c.MaxSessionTimeout,
 		MaxClientConnsPerIP: c.MaxClientConnsPerIP, InitLimit: c.InitLimit, SyncLimit: c.SyncLimit,
 		FourLetterWords: c.FourLetterWords, SASLUsers: c.SASLUsers, EnforceQuota: c.EnforceQuota, ReadOnlyMode: c.ReadOnlyMode,
+		ReconfigEnabled: c.ReconfigEnabled,
 	}
 	if c.Raft != nil {
 		m.NodeID, m.RaftAddr, m.Peers, m.DataDir = c.Raft.NodeID, c.Raft.RaftAddr, c.Raft.Peers, c.Raft.DataDir
+		m.StandaloneDisabled = c.Raft.StandaloneDisabled
+		for _, mem := range c.Raft.Members {
+			if !mem.Votes() {
+				m.Observers = append(m.Observers, mem.ID)
+			}
+		}
 	}
 	return m
 }
@@ -135,6 +145,15 @@ func TestZooCfgMapping(t *testing.T) {
 				m.InitLimit, m.SyncLimit, m.NodeID, m.RaftAddr = 10, 5, 2, "127.0.0.2:2888"
 				m.Peers = map[uint64]string{1: "127.0.0.1:2888", 2: "127.0.0.2:2888", 3: "127.0.0.3:2888"}
 			}), []string{"election ports are not used", `myid=2 peers="1=127.0.0.1:2888,2=127.0.0.2:2888,3=127.0.0.3:2888"`}},
+		{"ensemble with an observer, reconfig enabled, standalone disabled",
+			"dataDir=$DIR/data\nclientPort=2181\ninitLimit=10\nsyncLimit=5\nhutch.peerSecretFile=$DIR/secret\nreconfigEnabled=true\nstandaloneEnabled=false\npeerType=observer\n" +
+				threeServers + "server.4=127.0.0.4:2888:3888:observer\n",
+			map[string]string{"data/myid": "4\n", "secret": secret}, nil,
+			with(func(m *mapped) {
+				m.InitLimit, m.SyncLimit, m.NodeID, m.RaftAddr, m.ReconfigEnabled, m.StandaloneDisabled = 10, 5, 4, "127.0.0.4:2888", true, true
+				m.Peers = map[uint64]string{1: "127.0.0.1:2888", 2: "127.0.0.2:2888", 3: "127.0.0.3:2888", 4: "127.0.0.4:2888"}
+				m.Observers = []uint64{4}
+			}), nil},
 		{"ensemble: client port from the server line, quorum on every IP",
 			"dataDir=$DIR/data\ninitLimit=10\nsyncLimit=5\nquorumListenOnAllIPs=true\nhutch.peerSecretFile=$DIR/secret\n" +
 				"server.1=127.0.0.1:2888:3888;2181\nserver.2=127.0.0.2:2888:3888:participant;127.0.0.2:2182\n",
@@ -209,8 +228,6 @@ func TestZooCfgRefusals(t *testing.T) {
 		{"short secret", map[string]string{"zoo.cfg": ensemble + "hutch.peerSecretFile=$DIR/s\n", "data/myid": "1", "s": "short"}, nil,
 			"at least 16"},
 		{"no myid", map[string]string{"zoo.cfg": ensemble + "hutch.peerSecretFile=$DIR/s\n", "s": secret}, nil, "no myid file"},
-		{"observer", map[string]string{"zoo.cfg": ensemble + "server.4=127.0.0.4:2888:3888:observer\n", "data/myid": "1"}, nil,
-			"line 8: server.4: observers are not supported"},
 		{"id above 254", map[string]string{"zoo.cfg": strings.Replace(ensemble, "server.3=", "server.300=", 1), "data/myid": "1"}, nil,
 			"line 7: server.300: hutch takes server ids 1 to 254"},
 		{"no client port", map[string]string{"zoo.cfg": "dataDir=$DIR/data\n"}, nil, "no clientPort"},
