@@ -44,6 +44,7 @@ func init() {
 		"ls":                   {usage: "[-s] [-w] [-R] path", run: runLs},
 		"printwatches":         {usage: "on|off"},
 		"quit":                 {usage: ""},
+		"reconfig":             {usage: reconfigUsage, run: runReconfig},
 		"redo":                 {usage: "cmdno"},
 		"set":                  {usage: "[-s] [-v version] path data", run: runSet},
 		"setAcl":               {usage: "[-s] [-v version] [-R] path acl", run: runSetACL},
@@ -54,7 +55,7 @@ func init() {
 		"watch":                {usage: "[-R] [-n count] path # stream the events of a persistent (-R: recursive) watch until interrupted, stdin ends, or count events", run: runWatch},
 		"whoami":               {usage: "", run: runWhoAmI},
 	}
-	for _, name := range []string{"reconfig", "removewatches"} {
+	for _, name := range []string{"removewatches"} {
 		name := name
 		commands[name] = command{hidden: true, run: func(*session, string, []string) error {
 			return fail(name + " is not supported by hutch cli")

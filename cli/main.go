@@ -135,8 +135,8 @@ Where hutch cli differs from zkCli.sh:
   - watch [-R] [-n count] path adds a persistent (recursive with -R) watch
     and prints its events until interrupted, until stdin ends in a script
     (without -n), or after count events; then removes it;
-  - reconfig and removewatches are not offered; a connect string with a
-    chroot is refused.
+  - removewatches is not offered; a connect string with a chroot is
+    refused.
 `
 
 // Run runs hutch cli as cfg says and returns its exit status.

@@ -268,3 +268,15 @@ func (c *Client) AddAuth(scheme string, auth []byte) error {
 		return nil
 	}
 }
+
+// Reconfig changes the ensemble's membership (ZooKeeperAdmin.reconfigure):
+// joining and leaving for an incremental change, or members for a new
+// configuration; nil sends Java's null. version is the configuration
+// version the change expects, -1 for any. It returns the new
+// configuration's text and the Stat of /zookeeper/config.
+func (c *Client) Reconfig(joining, leaving, members []byte, version int64) ([]byte, wire.Stat, error) {
+	var resp wire.GetDataResponse
+	_, err := c.call(wire.OpReconfig, "", &wire.ReconfigRequest{JoiningServers: joining, LeavingServers: leaving,
+		NewMembers: members, CurConfigID: version}, &resp, nil)
+	return resp.Data, resp.Stat, err
+}
