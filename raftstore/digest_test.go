@@ -96,7 +96,7 @@ func TestDivergedMemberStops(t *testing.T) {
 				nodes, events = append(nodes, n), append(events, ev)
 				if i == 0 {
 					waitFor(t, 5*time.Second, "node 1 to lead", func() bool { return n.Store().IsLeader() })
-				} else if err := nodes[0].AddMember(uint64(i+1), n.Store().Addr()); err != nil {
+				} else if err := addVoter(nodes[0], uint64(i+1), n.Store().Addr()); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -232,3 +232,14 @@ func propose(tb testing.TB, n *node, cmds ...zkdb.Command) {
 		tb.Fatalf("propose on node %d: %v", n.cfg.NodeID, err)
 	}
 }
+
+// addVoter adds a voter to leader's Raft configuration directly, as the
+// tests that build a group one node at a time do; an ensemble's members
+// change through the membership (reconfig.go) instead.
+func addVoter(leader *Node, id uint64, addr string) error {
+	_, prev, err := leader.Store().Configuration()
+	if err != nil {
+		return err
+	}
+	return leader.Store().AddVoter(id, addr, prev)
+}

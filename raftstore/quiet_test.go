@@ -44,14 +44,8 @@ func TestQuietTiming(t *testing.T) {
 		nodes, apps = append(nodes, n), append(apps, app)
 		if i == 0 {
 			waitFor(t, 5*time.Second, "node 1 to lead", func() bool { return n.State().Leads() })
-		} else {
-			_, prev, err := nodes[0].Store().Configuration()
-			if err == nil {
-				err = nodes[0].Store().AddVoter(uint64(i+1), n.Store().Addr(), prev)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		} else if err := addVoter(nodes[0], uint64(i+1), n.Store().Addr()); err != nil {
+			t.Fatal(err)
 		}
 	}
 	term := nodes[0].Store().Term()

@@ -53,10 +53,6 @@ func (c *conn) reconfig(h wire.RequestHeader, body []byte) bool {
 	return true
 }
 
-// refusing reports whether the server turns clients away: it knows no
-// leader, or it is not a member of its ensemble.
-func (s *Server) refusing() bool { return s.notServing.Load() || s.removed.Load() }
-
 // memberOf records whether this node belongs to cfg, the membership just
 // applied. A member a reconfig removed stops serving, and says so: its
 // clients' connections close once their replies are written (the

@@ -117,7 +117,7 @@ func TestReconfigRemovedMemberStops(t *testing.T) {
 		if err != nil {
 			t.Fatalf("remove %s through itself: %v", id, err)
 		}
-		waitFor(t, 10*time.Second, "the removed member to stop serving", func() bool { return nodes[victim].refusing() })
+		waitFor(t, 10*time.Second, "the removed member to stop serving", func() bool { return nodes[victim].removed.Load() })
 		if srvr := nodes[victim].monitor.Answer("srvr"); !strings.Contains(srvr, "not currently serving") {
 			t.Errorf("srvr of the removed member: %q", srvr)
 		}
@@ -134,7 +134,7 @@ func TestReconfigRemovedMemberStops(t *testing.T) {
 		if _, err := back.IncrementalReconfig([]string{spec}, nil, -1); err != nil {
 			t.Fatalf("add %s back: %v", id, err)
 		}
-		waitFor(t, 10*time.Second, "the member added back to serve", func() bool { return !nodes[victim].refusing() })
+		waitFor(t, 10*time.Second, "the member added back to serve", func() bool { return !nodes[victim].removed.Load() })
 	}
 }
 
