@@ -70,10 +70,10 @@ type Node struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	// reconfigIn carries this node's clients' reconfigs to reconfigLoop.
-	// On the leader, decideMu is held while one is decided and applied
+	// On the leader, decideMu is held while one is decided and logged
 	// (one at a time: another meanwhile is refused as in progress), and
-	// raftMu while Raft's configuration is changed (reconcile.go), by a
-	// decision or by the leader's periodic look.
+	// raftMu while one is decided and Raft's configuration is changed
+	// (reconcile.go), by a decision or by the leader's periodic look.
 	reconfigIn chan reconfigCall
 	decideMu   sync.Mutex
 	raftMu     sync.Mutex

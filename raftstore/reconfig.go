@@ -35,7 +35,9 @@ import (
 // (zkdb). Only then does Raft's configuration follow, one single-server
 // change at a time (reconcile.go), so a leader that dies mid-change leaves
 // the next one the membership to finish. One reconfig is decided at a
-// time: a second that arrives meanwhile is refused as in progress.
+// time: a second that arrives while one is being decided is refused as
+// in progress; one that arrives while Raft's configuration follows the
+// last waits for it.
 //
 // "Caught up" is what ZooKeeper calls synced: the member answers the
 // leader's status question (ask.go) within an election timeout with an
@@ -242,7 +244,17 @@ func (n *Node) decideAndLog(ctx context.Context, call reconfigCall) error {
 	case !n.decideMu.TryLock():
 		return n.logOutcome(call, zkdb.Outcome{Code: wire.CodeReconfigInProgress})
 	}
-	defer n.decideMu.Unlock()
+	// decideMu is held until the outcome is logged: that is ZooKeeper's
+	// proposed-but-uncommitted reconfig, when another is in progress.
+	// raftMu waits for Raft's configuration to catch up with the previous
+	// one (its reconcile may outlast its answer to the client, so a client
+	// that reconfigures twice in a row is not refused).
+	decided := false
+	defer func() {
+		if !decided {
+			n.decideMu.Unlock()
+		}
+	}()
 	n.raftMu.Lock()
 	defer n.raftMu.Unlock()
 	if call.operator && n.db.Membership().IsZero() && len(n.cfg.Peers) == 0 {
@@ -255,7 +267,10 @@ func (n *Node) decideAndLog(ctx context.Context, call reconfigCall) error {
 		}
 	}
 	out := n.decide(ctx, call)
-	if err := n.logOutcome(call, out); err != nil {
+	err := n.logOutcome(call, out)
+	decided = true
+	n.decideMu.Unlock()
+	if err != nil {
 		return err
 	}
 	if out.Code == wire.CodeOK {

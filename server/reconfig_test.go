@@ -2,6 +2,8 @@ package server
 
 import (
 	"errors"
+	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,8 +130,6 @@ func TestReconfigRemovedMemberStops(t *testing.T) {
 		t.Logf("removed member %s (the leader was %d) at version %x", id, leader.nodeID, st.Mzxid)
 		back, _ := dial(t, via.Addr().String(), 10*time.Second)
 		back.AddAuth("digest", []byte("super:test"))
-		m, _ := nodes[victim].Replication().Members, 0
-		_ = m
 		spec := withMembersSpec(t, nodes, victim)
 		if _, err := back.IncrementalReconfig([]string{spec}, nil, -1); err != nil {
 			t.Fatalf("add %s back: %v", id, err)
@@ -151,4 +151,55 @@ func withMembersSpec(t *testing.T, nodes []*Server, i int) string {
 		}
 	}
 	return "server." + strconv.Itoa(i+1) + "=" + m.String()
+}
+
+// TestReconfigBackToBack: a second reconfig, sent through another member
+// as soon as the first is answered, is decided, not refused as in progress, though Raft's
+// configuration is still following the first (here the leader looks for a
+// participant nobody runs before giving up on promoting it), as ZooKeeper
+// answers a reconfig only once it is committed.
+func TestReconfigBackToBack(t *testing.T) {
+	nodes := reconfigCluster(t, true)
+	waitMembership(t, nodes)
+	// A client on two members: one member sends its clients' reconfigs
+	// one after another anyway, so the second comes through another.
+	var clients []*zk.Conn
+	for _, s := range nodes[:2] {
+		c, _ := dial(t, s.Addr().String(), 10*time.Second)
+		if err := c.AddAuth("digest", []byte("super:test")); err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	// Server 4's quorum port takes connections and never answers, so the
+	// leader waits out each question it asks there.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan []net.Conn, 1)
+	held <- nil
+	t.Cleanup(func() {
+		silent.Close()
+		for _, c := range <-held {
+			c.Close()
+		}
+		held <- nil
+	})
+	go func() {
+		for {
+			conn, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			held <- append(<-held, conn)
+		}
+	}()
+	joiner := fmt.Sprintf("server.4=%s:2:participant;127.0.0.1:3", silent.Addr())
+	if _, err := clients[0].IncrementalReconfig([]string{joiner}, nil, -1); err != nil {
+		t.Fatalf("add a participant nobody runs: %v", err)
+	}
+	if _, err := clients[1].IncrementalReconfig(nil, []string{"4"}, -1); err != nil {
+		t.Fatalf("remove it at once through member 2: %v", err)
+	}
 }
