@@ -21,7 +21,7 @@ type encodable interface {
 // behind for its session timeout is disconnected (a ZooKeeper client that
 // cannot read its pings times out the same way). What the reader cannot
 // hold back (watch notifications, replies to writes already sent) is
-// capped at maxOutbound, past which the connection is closed. Issue 26
+// capped at maxOutbound: a frame queued past it closes the connection. Issue 26
 // saw 20 clients that never read take a server to 2.83 GB, and keep it
 // there after they left: a 64 MiB queue each, read on regardless.
 const (
@@ -95,13 +95,16 @@ func (o *outbound) send(h wire.ReplyHeader, body encodable) bool {
 		o.mu.Unlock()
 		return false
 	}
+	// The cap is on what was already waiting: one reply goes whatever its
+	// size, as ZooKeeper sends a getChildren of 10,000 long names (20 MB,
+	// go-zookeeper's TestIntegration_Children) to a client that reads it.
+	overflow := o.queuedLocked() > maxOutbound
 	at := o.pending.BeginFrame()
 	h.Encode(&o.pending)
 	if body != nil {
 		body.Encode(&o.pending)
 	}
 	o.pending.EndFrame(at)
-	overflow := o.queuedLocked() > maxOutbound
 	if overflow {
 		o.closed = true
 	}
