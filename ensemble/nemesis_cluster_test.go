@@ -34,11 +34,11 @@ type procCluster struct {
 	// floodRSS is the flooded node's resident memory (KiB) before and at
 	// most during each flood.
 	floodRSS [][2]int64
-	// disks hold the nodes' data directories, by index, when the test
+	// Disks hold the nodes' data directories, by index, when the test
 	// can mount them (diskfault), for the disk faults; rng picks where a
 	// log is damaged.
-	disks []*diskfault.Disk
-	rng   *rand.Rand
+	nemesis.Disks
+	rng *rand.Rand
 }
 
 // startProcCluster starts three hutch processes with data directories and
@@ -55,7 +55,7 @@ func startProcCluster(tb testing.TB, disks bool) *procCluster {
 		dataDir := filepath.Join(e.base, fmt.Sprintf("data-%d", i))
 		if disks {
 			d := diskfault.FailingSync(tb, procDiskBack, procDiskSize)
-			c.disks = append(c.disks, d)
+			c.Disks = append(c.Disks, d)
 			dataDir = filepath.Join(d.Dir, "data")
 		}
 		nd := &node{
@@ -325,31 +325,6 @@ const (
 	procDiskBack = 160 << 20
 )
 
-func (c *procCluster) disk(i int) (*diskfault.Disk, error) {
-	if i < 0 || i >= len(c.disks) {
-		return nil, nemesis.ErrUnsupported
-	}
-	return c.disks[i], nil
-}
-
-// FillDisk fills node i's filesystem.
-func (c *procCluster) FillDisk(i int) error {
-	d, err := c.disk(i)
-	if err != nil {
-		return err
-	}
-	return d.Fill()
-}
-
-// FailSyncs makes node i's fsyncs fail.
-func (c *procCluster) FailSyncs(i int) error {
-	d, err := c.disk(i)
-	if err != nil {
-		return err
-	}
-	return d.FailSyncs()
-}
-
 // Halted reports whether node i's process exited of itself, saying it
 // stopped itself (the hutch command exits when its member halts).
 func (c *procCluster) Halted(i int) bool {
@@ -373,36 +348,18 @@ func (c *procCluster) DamageLog(i int, d nemesis.Damage) (string, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if d == nemesis.TearTail {
-		return diskfault.TearTail(c.nodes[i].dataDir, c.rng)
-	}
-	return diskfault.FlipByte(c.nodes[i].dataDir, c.rng)
+	return nemesis.DamageLog(c.nodes[i].dataDir, d, c.rng)
 }
 
-// Recover stops node i if it still runs, frees its disk (or, with wipe,
-// puts an empty one in its place, as an operator would) and starts it,
-// once the others have a leader when it was wiped: a wiped member forgets
-// its vote, and must not come back into an election it voted in.
+// Recover stops node i if it still runs, frees its disk or puts an empty
+// one in its place (nemesis.Disks.Restore), and starts it.
 func (c *procCluster) Recover(i int, wipe bool) error {
 	if _, _, err := c.running(i); err == nil {
 		if err := c.Kill(i); err != nil {
 			return err
 		}
 	}
-	d, err := c.disk(i)
-	if err != nil {
-		return err
-	}
-	if wipe {
-		err = d.Reset()
-		deadline := time.Now().Add(20 * time.Second)
-		for c.Leader() < 0 && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond) // polling other processes
-		}
-	} else {
-		err = d.Free()
-	}
-	if err != nil {
+	if err := c.Disks.Restore(i, wipe, c.Leader); err != nil {
 		return err
 	}
 	return c.start(c.nodes[i])

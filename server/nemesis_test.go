@@ -40,15 +40,16 @@ type inprocCluster struct {
 	mu    sync.Mutex // guards nodes' servers and rng
 	nodes []*inprocNode
 	rng   *rand.Rand // where DamageLog damages
+	// Disks hold the nodes' data directories, by index, when the test
+	// can mount them (diskfault: ext4 on a loop device), for the disk
+	// faults.
+	nemesis.Disks
 }
 
 type inprocNode struct {
 	cfg   Config // fixed addresses and data directory, reused on restart
 	clock *clock.Offset
 	srv   *Server // nil while killed
-	// disk holds the data directory, when the test can mount one
-	// (diskfault: ext4 on a loop device), for the disk faults.
-	disk *diskfault.Disk
 }
 
 // startInprocCluster starts three nodes; with disks, each keeps its data
@@ -66,12 +67,12 @@ func startInprocCluster(tb testing.TB, tick time.Duration, disks bool) *inprocCl
 		id := uint64(i + 1)
 		off := clock.NewOffset(clock.System, 0)
 		dataDir := filepath.Join(base, fmt.Sprint(id))
-		var disk *diskfault.Disk
 		if disks {
-			disk = diskfault.FailingSync(tb, nemesisDiskBack, nemesisDiskSize)
-			dataDir = filepath.Join(disk.Dir, "data")
+			d := diskfault.FailingSync(tb, nemesisDiskBack, nemesisDiskSize)
+			c.Disks = append(c.Disks, d)
+			dataDir = filepath.Join(d.Dir, "data")
 		}
-		c.nodes = append(c.nodes, &inprocNode{clock: off, disk: disk, cfg: Config{
+		c.nodes = append(c.nodes, &inprocNode{clock: off, cfg: Config{
 			ListenAddr:          fmt.Sprintf("127.0.0.1:%d", realzk.FreePort(tb)),
 			TickTime:            tick,
 			MaxClientConnsPerIP: -1,
@@ -229,31 +230,6 @@ const (
 	nemesisDiskBack = 160 << 20
 )
 
-func (c *inprocCluster) disk(i int) (*diskfault.Disk, error) {
-	if d := c.nodes[i].disk; d != nil {
-		return d, nil
-	}
-	return nil, nemesis.ErrUnsupported
-}
-
-// FillDisk fills node i's filesystem.
-func (c *inprocCluster) FillDisk(i int) error {
-	d, err := c.disk(i)
-	if err != nil {
-		return err
-	}
-	return d.Fill()
-}
-
-// FailSyncs makes node i's fsyncs fail.
-func (c *inprocCluster) FailSyncs(i int) error {
-	d, err := c.disk(i)
-	if err != nil {
-		return err
-	}
-	return d.FailSyncs()
-}
-
 // Halted reports whether node i stopped itself.
 func (c *inprocCluster) Halted(i int) bool {
 	s := c.server(i)
@@ -265,37 +241,18 @@ func (c *inprocCluster) DamageLog(i int, d nemesis.Damage) (string, error) {
 	if c.server(i) != nil {
 		return "", fmt.Errorf("node %d is running", i+1)
 	}
-	dir := c.nodes[i].cfg.Raft.DataDir
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if d == nemesis.TearTail {
-		return diskfault.TearTail(dir, c.rng)
-	}
-	return diskfault.FlipByte(dir, c.rng)
+	return nemesis.DamageLog(c.nodes[i].cfg.Raft.DataDir, d, c.rng)
 }
 
-// Recover stops node i, frees its disk (or, with wipe, puts an empty one
-// in its place, as an operator would) and starts it once the others have
-// a leader: a wiped member forgets its vote, so it must not come back
-// into an election it may already have voted in.
+// Recover stops node i, frees its disk or puts an empty one in its place
+// (nemesis.Disks.Restore), and starts it.
 func (c *inprocCluster) Recover(i int, wipe bool) error {
 	if err := c.Kill(i); err != nil {
 		c.tb.Logf("stopping node %d: %v", i+1, err)
 	}
-	d, err := c.disk(i)
-	if err != nil {
-		return err
-	}
-	if wipe {
-		err = d.Reset()
-		deadline := time.Now().Add(20 * time.Second)
-		for c.Leader() < 0 && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-	} else {
-		err = d.Free()
-	}
-	if err != nil {
+	if err := c.Disks.Restore(i, wipe, c.Leader); err != nil {
 		return err
 	}
 	return c.Restart(i)

@@ -32,22 +32,30 @@ func written(b []byte) int {
 	return 0
 }
 
+// newestLog reads the newest log file of dataDir, and says how far it
+// holds data; it must hold records past a segment's 64-byte header.
+func newestLog(dataDir string) (path string, b []byte, end int, err error) {
+	files := logFiles(dataDir)
+	if len(files) == 0 {
+		return "", nil, 0, errors.New("diskfault: no log files in " + dataDir)
+	}
+	path = files[len(files)-1]
+	if b, err = os.ReadFile(path); err != nil {
+		return "", nil, 0, err
+	}
+	if end = written(b); end <= 64 {
+		return "", nil, 0, fmt.Errorf("diskfault: %s holds no records", path)
+	}
+	return path, b, end, nil
+}
+
 // FlipByte changes one byte inside the records of the newest log file of
 // dataDir (past its first 64 bytes, a segment's header, and before the
 // zeros a store allocates ahead), as bit rot does, and says where.
 func FlipByte(dataDir string, rng *rand.Rand) (string, error) {
-	files := logFiles(dataDir)
-	if len(files) == 0 {
-		return "", errors.New("diskfault: no log files in " + dataDir)
-	}
-	path := files[len(files)-1]
-	b, err := os.ReadFile(path)
+	path, b, end, err := newestLog(dataDir)
 	if err != nil {
 		return "", err
-	}
-	end := written(b)
-	if end <= 64 {
-		return "", fmt.Errorf("diskfault: %s holds no records", path)
 	}
 	off := 64 + rng.IntN(end-64)
 	b[off] ^= byte(1 + rng.IntN(255))
@@ -60,18 +68,9 @@ func FlipByte(dataDir string, rng *rand.Rand) (string, error) {
 // TearTail zeroes the last few bytes written to the newest log file of
 // dataDir, as a write cut off by a crash leaves them, and says where.
 func TearTail(dataDir string, rng *rand.Rand) (string, error) {
-	files := logFiles(dataDir)
-	if len(files) == 0 {
-		return "", errors.New("diskfault: no log files in " + dataDir)
-	}
-	path := files[len(files)-1]
-	b, err := os.ReadFile(path)
+	path, _, end, err := newestLog(dataDir)
 	if err != nil {
 		return "", err
-	}
-	end := written(b)
-	if end <= 64 {
-		return "", fmt.Errorf("diskfault: %s holds no records", path)
 	}
 	n := 1 + rng.IntN(min(64, end-64))
 	if err := writeBack(path, make([]byte, n), int64(end-n)); err != nil {

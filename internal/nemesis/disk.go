@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/hutchzk/hutch/internal/diskfault"
 )
 
 // DiskCluster is a Cluster whose nodes keep their data on disks that can
@@ -30,6 +33,68 @@ type DiskCluster interface {
 	// Halted reports whether node i stopped itself (a process: exited of
 	// itself).
 	Halted(i int) bool
+}
+
+// Disks are the disks a cluster's nodes keep their data on, by index (nil
+// where a node has none): a DiskCluster's FillDisk and FailSyncs, and the
+// disk's part of its Recover and DamageLog.
+type Disks []*diskfault.Disk
+
+func (d Disks) disk(i int) (*diskfault.Disk, error) {
+	if i < 0 || i >= len(d) || d[i] == nil {
+		return nil, ErrUnsupported
+	}
+	return d[i], nil
+}
+
+// FillDisk fills node i's filesystem.
+func (d Disks) FillDisk(i int) error {
+	disk, err := d.disk(i)
+	if err != nil {
+		return err
+	}
+	return disk.Fill()
+}
+
+// FailSyncs makes node i's fsyncs fail.
+func (d Disks) FailSyncs(i int) error {
+	disk, err := d.disk(i)
+	if err != nil {
+		return err
+	}
+	return disk.FailSyncs()
+}
+
+// Restore frees node i's disk, stopped, or with wipe puts an empty one in
+// its place (as an operator replaces a failed disk or a damaged log) and
+// then waits, up to 20s, until leader (the index of the node that leads,
+// -1 for none) names one: a wiped member forgets its vote, and must not
+// come back into an election it may have voted in.
+func (d Disks) Restore(i int, wipe bool, leader func() int) error {
+	disk, err := d.disk(i)
+	if err != nil {
+		return err
+	}
+	if !wipe {
+		return disk.Free()
+	}
+	if err := disk.Reset(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for leader() < 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond) // polling the other nodes
+	}
+	return nil
+}
+
+// DamageLog changes the log in a data directory no node runs on, rng
+// choosing where, and says what it changed.
+func DamageLog(dataDir string, how Damage, rng *rand.Rand) (string, error) {
+	if how == TearTail {
+		return diskfault.TearTail(dataDir, rng)
+	}
+	return diskfault.FlipByte(dataDir, rng)
 }
 
 // Damage is a change DamageLog makes to a log.
