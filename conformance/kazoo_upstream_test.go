@@ -113,6 +113,7 @@ func runKazooUpstream(t *testing.T, selector string, zookeeper bool) {
 		}
 		t.Fatalf("kazoo's %s: %v\n%s\n%s", selector, err, out.String(), b.String())
 	}
+	t.Logf("pytest %s: %s", selector, summary[1])
 }
 
 // TestKazooUpstreamReadOnlyMode is kazoo's TestReadOnlyMode: two of three
@@ -123,5 +124,20 @@ func TestKazooUpstreamReadOnlyMode(t *testing.T) {
 	t.Run("hutch", func(t *testing.T) { runKazooUpstream(t, "test_read_only.py::TestReadOnlyMode", false) })
 	if *kazooOnZooKeeper {
 		t.Run("zookeeper", func(t *testing.T) { runKazooUpstream(t, "test_read_only.py::TestReadOnlyMode", true) })
+	}
+}
+
+// TestKazooUpstreamReconfig is kazoo's TestReconfig against the harness's
+// three-member ensemble (reconfigEnabled=true, the super digest):
+// test_no_super_auth wants NOAUTH for a joining observer without the
+// super user, test_add_remove_observer adds an observer nobody runs and
+// removes it, each reply holding (or not) the joining line, then wants
+// BADVERSION for a fromConfig one past the current version, and
+// test_bad_input wants BADARGUMENTS for a joining line that does not
+// parse.
+func TestKazooUpstreamReconfig(t *testing.T) {
+	t.Run("hutch", func(t *testing.T) { runKazooUpstream(t, "test_reconfig.py::TestReconfig", false) })
+	if *kazooOnZooKeeper {
+		t.Run("zookeeper", func(t *testing.T) { runKazooUpstream(t, "test_reconfig.py::TestReconfig", true) })
 	}
 }
