@@ -95,6 +95,18 @@ func (s *Server) ExpireSession(id int64) error {
 	return nil
 }
 
+// OwnsExpiry reports whether this server decides session expiry now: a
+// lone server whenever it runs; a member once it leads and has taken the
+// sessions over, which a leader just elected does when its first barrier
+// commits, giving every session a fresh timeout at its clock's time.
+func (s *Server) OwnsExpiry() bool {
+	if !s.running() {
+		return false
+	}
+	_, ok := s.repl.Leading()
+	return ok
+}
+
 // DropConnection closes, on the server's side, the connection that
 // carries session id, as a network fault or a server restart would: the
 // session lives on, and its client reconnects and re-attaches it.

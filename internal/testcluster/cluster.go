@@ -176,6 +176,12 @@ func (c *Cluster) Members() []*Member { return slices.Clone(c.members) }
 // leads reports whether srv says it is the Raft leader.
 func leads(srv *server.Server) bool { return srv.State().Leads() }
 
+// ownsExpiry says whether member n runs and decides session expiry.
+func (c *Cluster) ownsExpiry(n int) bool {
+	srv := c.members[n-1].cur.Load()
+	return srv != nil && srv.OwnsExpiry()
+}
+
 // LeaderNow returns the leader a majority of the ensemble agrees on now,
 // as etcd's tests ask of theirs: a member that says it leads, and with
 // which at least a majority of all members (itself included) name it
@@ -618,7 +624,20 @@ func (c *Cluster) Advance(d time.Duration, keepConnected bool) error {
 			alive = append(alive, m.Connected()...)
 		}
 	}
-	lead, _ := c.LeaderNow()
+	// The advance's expiries happen where expiry is owned. A leader just
+	// elected owns it only once it has taken the sessions over, and that
+	// takeover gives every session a fresh timeout at its clock's time:
+	// a clock moved before it would expire nothing. So a takeover under
+	// way is waited for (with no leader agreed on, nothing is).
+	lead, ok := c.LeaderNow()
+	if ok && !c.ownsExpiry(lead) {
+		ctx, cancel := context.WithTimeout(context.Background(), c.wait)
+		lead, _ = c.poll(ctx, func() (int, bool) {
+			n, ok := c.LeaderNow()
+			return n, ok && c.ownsExpiry(n)
+		})
+		cancel()
+	}
 	for i, m := range c.members {
 		if i+1 != lead {
 			if err := m.Advance(d, alive); err != nil {
