@@ -38,6 +38,16 @@ type lockWorkload struct {
 type hold struct {
 	client      int
 	enter, exit time.Time
+	// node is the lock node the client found first, and session the
+	// session it held it in, to tell a double holder's story.
+	node    string
+	session int64
+	// lost is set when the session ended during the hold (go-zookeeper
+	// then opens another by itself): the server deleted the lock node
+	// with the session, and the lock was no longer this client's, as a
+	// ZooKeeper lock recipe treats an expired session. Whether the
+	// expiry was wrong is the sessions check's to say.
+	lost bool
 }
 
 // lockClient is one client of the lock. Its node names carry a prefix
@@ -73,15 +83,17 @@ func (w *lockWorkload) conflict(format string, args ...any) {
 func (w *lockWorkload) run(ctx context.Context, id int, s *zkSession) {
 	lc := &lockClient{id: id, s: s, prefix: fmt.Sprintf("c%d-%s-", id, rand.Text()[:8]), w: w}
 	for round := 0; round < 1_000_000 && ctx.Err() == nil; round++ {
-		if err := lc.acquire(ctx); err != nil {
+		node, err := lc.acquire(ctx)
+		if err != nil {
 			if ctx.Err() == nil {
 				w.fail("client %d: acquire: %v", id, err)
 			}
 			continue
 		}
-		h := hold{client: id, enter: time.Now()}
+		h := hold{client: id, enter: time.Now(), node: node, session: s.conn.SessionID()}
 		lc.increment(ctx)
 		h.exit = time.Now()
+		h.lost = s.conn.SessionID() != h.session
 		w.mu.Lock()
 		w.holds = append(w.holds, h)
 		w.acquisitions++
@@ -116,13 +128,14 @@ func (lc *lockClient) children(ctx context.Context) ([]string, error) {
 	return kids, err
 }
 
-// acquire returns once this client's node is the first in the queue.
-func (lc *lockClient) acquire(ctx context.Context) error {
+// acquire returns once this client's node is the first in the queue,
+// with that node's name.
+func (lc *lockClient) acquire(ctx context.Context) (string, error) {
 	deadline := time.Now().Add(4 * lc.w.cfg.OpTimeout)
 	for round := 0; round < maxLockRounds && time.Now().Before(deadline); round++ {
 		kids, err := lc.children(ctx)
 		if err != nil {
-			return fmt.Errorf("list %s: %w", lc.w.dir, err)
+			return "", fmt.Errorf("list %s: %w", lc.w.dir, err)
 		}
 		slices.SortFunc(kids, func(a, b string) int { return strings.Compare(seq(a), seq(b)) })
 		var mine []int
@@ -138,7 +151,7 @@ func (lc *lockClient) acquire(ctx context.Context) error {
 				return err
 			})
 			if err != nil && refused(err) {
-				return fmt.Errorf("create: %w", err)
+				return "", fmt.Errorf("create: %w", err)
 			}
 			continue // look again: the node may or may not be there
 		case len(mine) > 1:
@@ -149,7 +162,7 @@ func (lc *lockClient) acquire(ctx context.Context) error {
 			}
 			continue
 		case mine[0] == 0:
-			return nil
+			return kids[0], nil
 		}
 		pred := lc.w.dir + "/" + kids[mine[0]-1]
 		var there bool
@@ -172,10 +185,10 @@ func (lc *lockClient) acquire(ctx context.Context) error {
 		}
 		t.Stop()
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return "", ctx.Err()
 		}
 	}
-	return fmt.Errorf("not first within %d rounds or %v", maxLockRounds, 4*lc.w.cfg.OpTimeout)
+	return "", fmt.Errorf("not first within %d rounds or %v", maxLockRounds, 4*lc.w.cfg.OpTimeout)
 }
 
 // readFence reads the fence after a sync.
@@ -293,9 +306,10 @@ func (lc *lockClient) release(ctx context.Context) error {
 	return err
 }
 
-// overlaps returns every pair of critical sections that overlapped.
+// overlaps returns every pair of critical sections that overlapped,
+// leaving out those whose session ended during them.
 func overlaps(holds []hold) []string {
-	sorted := slices.Clone(holds)
+	sorted := slices.DeleteFunc(slices.Clone(holds), func(h hold) bool { return h.lost })
 	slices.SortFunc(sorted, func(a, b hold) int { return a.enter.Compare(b.enter) })
 	var out []string
 	for i, a := range sorted {
@@ -307,8 +321,9 @@ func overlaps(holds []hold) []string {
 			if b.exit.Before(end) {
 				end = b.exit
 			}
-			out = append(out, fmt.Sprintf("clients %d and %d both held the lock for %v",
-				a.client, b.client, end.Sub(b.enter).Round(time.Millisecond)))
+			out = append(out, fmt.Sprintf("clients %d and %d both held the lock for %v from %s (%s in session 0x%x, %s in 0x%x)",
+				a.client, b.client, end.Sub(b.enter).Round(time.Millisecond), b.enter.Format(clock),
+				a.node, a.session, b.node, b.session))
 		}
 	}
 	return out

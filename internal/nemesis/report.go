@@ -48,7 +48,10 @@ type Report struct {
 
 	LockAcquisitions int
 	DoubleHolders    int // overlapping critical sections (must be 0)
-	FenceConflicts   int // fenced writes refused or overtaken under the lock (must be 0)
+	// LockHoldsLost are holds whose session ended during them, left out
+	// of DoubleHolders: the lock went with the session.
+	LockHoldsLost  int
+	FenceConflicts int // fenced writes refused or overtaken under the lock (must be 0)
 	// FenceValue is the fence counter at the end; it must lie between
 	// FenceAcked and FenceAcked+FenceUnknown.
 	FenceValue, FenceAcked, FenceUnknown int
@@ -209,6 +212,9 @@ func (r *Report) String() string {
 	}
 	row(r.DoubleHolders == 0 && r.FenceConflicts == 0, "lock", "%d acquisitions, %d double holders, %d fence conflicts",
 		r.LockAcquisitions, r.DoubleHolders, r.FenceConflicts)
+	if r.LockHoldsLost > 0 {
+		info("lock lost with its session", "%d holds (left out of the double holders: the lock went with the expired session)", r.LockHoldsLost)
+	}
 	row(r.FenceValue >= r.FenceAcked && r.FenceValue <= r.FenceAcked+r.FenceUnknown, "fence counter",
 		"%d (%d acknowledged increments, %d of unknown outcome)", r.FenceValue, r.FenceAcked, r.FenceUnknown)
 	row(r.Linearizability == "legal", "linearizability", "%s (%d ops, %d of unknown outcome)",

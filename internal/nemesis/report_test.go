@@ -13,10 +13,11 @@ func TestOverlaps(t *testing.T) {
 		holds []hold
 		want  int
 	}{
-		{"one after another", []hold{{0, at(0), at(10)}, {1, at(10), at(20)}, {2, at(25), at(30)}}, 0},
-		{"second enters before the first leaves", []hold{{0, at(0), at(10)}, {1, at(9), at(20)}}, 1},
-		{"one inside another, in any order", []hold{{1, at(2), at(3)}, {0, at(0), at(10)}}, 1},
-		{"three at once", []hold{{0, at(0), at(10)}, {1, at(1), at(10)}, {2, at(2), at(10)}}, 3},
+		{"one after another", []hold{{client: 0, enter: at(0), exit: at(10)}, {client: 1, enter: at(10), exit: at(20)}, {client: 2, enter: at(25), exit: at(30)}}, 0},
+		{"second enters before the first leaves", []hold{{client: 0, enter: at(0), exit: at(10)}, {client: 1, enter: at(9), exit: at(20)}}, 1},
+		{"one inside another, in any order", []hold{{client: 1, enter: at(2), exit: at(3)}, {client: 0, enter: at(0), exit: at(10)}}, 1},
+		{"three at once", []hold{{client: 0, enter: at(0), exit: at(10)}, {client: 1, enter: at(1), exit: at(10)}, {client: 2, enter: at(2), exit: at(10)}}, 3},
+		{"the first's session ended while it held", []hold{{client: 0, enter: at(0), exit: at(10), lost: true}, {client: 1, enter: at(1), exit: at(3)}, {client: 2, enter: at(4), exit: at(6)}}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -365,6 +365,15 @@ func (r *runner) checkLock(ctx context.Context) {
 	defer w.mu.Unlock()
 	doubles := overlaps(w.holds)
 	rep.LockAcquisitions, rep.DoubleHolders, rep.FenceConflicts = w.acquisitions, len(doubles), len(w.conflicts)
+	for _, h := range w.holds {
+		if h.lost {
+			rep.LockHoldsLost++
+			if len(rep.Details) < 60 {
+				rep.Details = append(rep.Details, fmt.Sprintf("client %d's session 0x%x ended while it held the lock (%s, from %s to %s): the hold counts until then only",
+					h.client, h.session, h.node, h.enter.Format(clock), h.exit.Format(clock)))
+			}
+		}
+	}
 	rep.FenceValue, rep.FenceAcked, rep.FenceUnknown = value, w.acked, w.unknown
 	rep.AckedWrites += w.acked
 	rep.UnknownWrites += w.unknown
