@@ -114,7 +114,8 @@ func benchmarkFollowerWrite(b *testing.B, store string) {
 // BenchmarkFollowerWriters: writers sessions on the followers of a
 // three-node cluster each write one command at a time (forward, then
 // wait until their follower applied it), for writes/s with each log
-// store.
+// store, and how many writes share an append: the entries per append on
+// the leader and on the followers (each entry here is one write).
 func BenchmarkFollowerWriters(b *testing.B) {
 	for _, store := range append([]string{"memory"}, LogStores...) {
 		for _, writers := range []int{16, 64} {
@@ -124,15 +125,31 @@ func BenchmarkFollowerWriters(b *testing.B) {
 }
 
 func benchmarkFollowerWriters(b *testing.B, store string, writers int) {
+	counts := map[uint64]*countedLogs{}
 	nodes := startCluster(b, 3, func(c *Config) {
 		if store != "memory" {
 			c.DataDir = b.TempDir()
 			c.LogStore = store
 		}
 		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
+		counted := &countedLogs{}
+		counts[c.NodeID] = counted
+		c.wrapLogs = func(l raft.LogStore) raft.LogStore { counted.LogStore = l; return counted }
 	})
 	leader := waitLeader(b, 5*time.Second, nodes...)
 	fs := followers(nodes, leader)
+	perAppend := func(ns ...*node) float64 {
+		var appends, entries int64
+		for _, n := range ns {
+			appends += counts[n.cfg.NodeID].appends.Load()
+			entries += counts[n.cfg.NodeID].entries.Load()
+		}
+		return float64(entries) / float64(max(appends, 1))
+	}
+	for _, c := range counts {
+		c.appends.Store(0)
+		c.entries.Store(0)
+	}
 	type waiter struct {
 		seq  uint64
 		done chan struct{}
@@ -186,6 +203,28 @@ func benchmarkFollowerWriters(b *testing.B, store string, writers int) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "writes/s")
+	b.ReportMetric(perAppend(leader), "leader-entries/append")
+	b.ReportMetric(perAppend(fs...), "follower-entries/append")
+}
+
+// countedLogs counts appends and the entries they carry.
+type countedLogs struct {
+	raft.LogStore
+	appends, entries atomic.Int64
+}
+
+func (c *countedLogs) StoreLog(l *raft.Log) error { return c.StoreLogs([]*raft.Log{l}) }
+
+func (c *countedLogs) StoreLogs(ls []*raft.Log) error {
+	c.appends.Add(1)
+	c.entries.Add(int64(len(ls)))
+	return c.LogStore.StoreLogs(ls)
+}
+
+// IsMonotonic passes on raft.MonotonicLogStore.
+func (c *countedLogs) IsMonotonic() bool {
+	m, ok := c.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
 }
 
 // BenchmarkLogAppend times one stage of a replicated write alone: storing
@@ -231,7 +270,8 @@ func BenchmarkLogAppend(b *testing.B) {
 // (seglog, the default). From the forward (t0), in series:
 //
 //   - leader-append: the leader's log store returned (the frame's trip,
-//     Raft's batching, the leader's fsync);
+//     Raft's batching, the leader's write; with seglog its fsync runs
+//     beside the stages after this one, parallel.go);
 //   - follower-append: this follower's log store returned (the entry's
 //     trip to it and its fsync);
 //   - leader-apply: the leader applied it (the append's answer, the

@@ -64,9 +64,14 @@ func clampCommits(in <-chan raft.RPC, stop <-chan struct{}) <-chan raft.RPC {
 // commit indexes clamped on the way to Raft. Embedding the transport
 // keeps what Raft looks for beside the Transport interface (pre-vote,
 // Close, the heartbeat fast path, which carries no commit index).
+//
+// On a leader whose own appends are synced beside replication
+// (parallel.go), durable is its log's durable index, and the commit index
+// it sends is lowered to that too.
 type clampedTransport struct {
 	*raft.NetworkTransport
-	rpcs <-chan raft.RPC
+	rpcs    <-chan raft.RPC
+	durable func() uint64 // nil: every append is durable when stored
 }
 
 func newClampedTransport(t *raft.NetworkTransport, stop <-chan struct{}) *clampedTransport {
@@ -75,3 +80,20 @@ func newClampedTransport(t *raft.NetworkTransport, stop <-chan struct{}) *clampe
 
 // Consumer is what Raft reads its incoming RPCs from.
 func (t *clampedTransport) Consumer() <-chan raft.RPC { return t.rpcs }
+
+// AppendEntries sends an append, its commit index within what this
+// leader holds durably.
+func (t *clampedTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	t.clampToDurable(args)
+	return t.NetworkTransport.AppendEntries(id, target, args, resp)
+}
+
+// clampToDurable lowers a's commit index to this leader's durable index.
+func (t *clampedTransport) clampToDurable(a *raft.AppendEntriesRequest) {
+	if t.durable == nil {
+		return
+	}
+	if d := t.durable(); a.LeaderCommitIndex > d {
+		a.LeaderCommitIndex = d
+	}
+}

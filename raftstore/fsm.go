@@ -36,6 +36,10 @@ type fsm struct {
 	// logs is the log store, from which a configuration entry's term is
 	// read (Raft hands StoreConfiguration its index only); set at open.
 	logs raft.LogStore
+	// durable, when set, waits until this member's log holds an index
+	// durably, false if the store stops first: a leader's own copy may
+	// still be syncing when Raft commits it (parallel.go).
+	durable func(index uint64) bool
 
 	// wmu guards notify, lastIndex and lastTerm.
 	wmu    sync.Mutex
@@ -58,6 +62,9 @@ func (f *fsm) Apply(l *raft.Log) any {
 		return l.Index
 	}
 	if l.Index > f.db.Applied() { // else a commit notice applied it already
+		if f.durable != nil && !f.durable(l.Index) {
+			return l.Index // stopping: nothing more is applied
+		}
 		b, ok := f.decode(l)
 		if !ok {
 			return l.Index
@@ -168,6 +175,9 @@ func (f *fsm) applyCommitted(logs raft.LogStore, index, term uint64) bool {
 		return true
 	}
 	if l, err := readLog(logs, index); err != nil || l.Term != term {
+		return false
+	}
+	if f.durable != nil && !f.durable(index) {
 		return false
 	}
 	for i := from; i <= index; i++ {

@@ -71,6 +71,9 @@ type logStore struct {
 	stable raft.StableStore
 	snaps  raft.SnapshotStore
 	close  func() error // nil in memory
+	// parallel is the seglog log under logs, whose leader appends are
+	// synced beside replication (parallel.go); nil for other kinds.
+	parallel *parallelLog
 	// files are the log and stable store's files, for their size.
 	files func() []string
 }
@@ -237,11 +240,12 @@ func openSeglog(dir string, log *slog.Logger) (*logStore, error) {
 		l.Close()
 		return nil, err
 	}
-	logs, err := raft.NewLogCache(1024, l)
+	parallel := newParallelLog(l)
+	logs, err := raft.NewLogCache(1024, parallel)
 	if err != nil {
 		l.Close()
 		return nil, err
 	}
 	files := func() []string { return append(l.Files(), filepath.Join(path, "stable")) }
-	return &logStore{kind: LogStoreSeglog, logs: logs, stable: stable, close: l.Close, files: files}, nil
+	return &logStore{kind: LogStoreSeglog, logs: logs, stable: stable, close: l.Close, files: files, parallel: parallel}, nil
 }

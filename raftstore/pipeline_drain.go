@@ -29,14 +29,15 @@ import (
 // upstream case no longer wedges.
 type drainedPipeline struct {
 	raft.AppendPipeline
+	clamp     func(*raft.AppendEntriesRequest) // the sender's commit clamp
 	out       chan raft.AppendFuture
 	closed    chan struct{}
 	closeOnce sync.Once
 	drained   chan struct{} // closed when the draining goroutine returns
 }
 
-func newDrainedPipeline(p raft.AppendPipeline) *drainedPipeline {
-	d := &drainedPipeline{AppendPipeline: p, out: make(chan raft.AppendFuture),
+func newDrainedPipeline(p raft.AppendPipeline, clamp func(*raft.AppendEntriesRequest)) *drainedPipeline {
+	d := &drainedPipeline{AppendPipeline: p, clamp: clamp, out: make(chan raft.AppendFuture),
 		closed: make(chan struct{}), drained: make(chan struct{})}
 	go d.drain()
 	return d
@@ -66,6 +67,13 @@ func (d *drainedPipeline) drain() {
 	}
 }
 
+// AppendEntries sends an append down the pipeline, its commit index
+// clamped as the transport's own sends are.
+func (d *drainedPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	d.clamp(args)
+	return d.AppendPipeline.AppendEntries(args, resp)
+}
+
 // Consumer is where Raft reads the answers, in the order sent.
 func (d *drainedPipeline) Consumer() <-chan raft.AppendFuture { return d.out }
 
@@ -84,5 +92,5 @@ func (t *clampedTransport) AppendEntriesPipeline(id raft.ServerID, target raft.S
 	if err != nil {
 		return nil, err
 	}
-	return newDrainedPipeline(p), nil
+	return newDrainedPipeline(p, t.clampToDurable), nil
 }

@@ -147,6 +147,9 @@ type Config struct {
 	// member for its new quorum waits for it to catch up; default five
 	// election timeouts.
 	CatchUpTimeout time.Duration
+	// beforeSync, for tests, runs before each sync of a leader's own
+	// appends (parallel.go): a test holds it to keep them unsynced.
+	beforeSync func()
 }
 
 // deriveMembers fills Peers from Members, or Members from Peers.
@@ -334,7 +337,7 @@ type Store struct {
 	// stopCtx is cancelled by Close, for I/O that must end with it.
 	stopCtx    context.Context
 	cancelStop context.CancelFunc
-	following  sync.WaitGroup // followNotices and applyNotices
+	following  sync.WaitGroup // followNotices, applyNotices and the log's syncer
 }
 
 // serverID is Raft's id for a node.
@@ -438,7 +441,12 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 	s.logs, s.snaps = logs, newTimedSnapshots(checked, cfg.DataDir)
 	s.fsm.logs = s.logs
 	s.noticeLogs = guardedLogs{LogStore: ls.logs, s: s}
-	s.raft, err = raft.NewRaft(rc, s.fsm, logs, stable, s.snaps, newClampedTransport(s.trans, s.stop))
+	trans := newClampedTransport(s.trans, s.stop)
+	if p := ls.parallel; p != nil {
+		s.fsm.durable = func(index uint64) bool { return p.waitDurable(index, s.stop) }
+		trans.durable = p.Durable
+	}
+	s.raft, err = raft.NewRaft(rc, s.fsm, logs, stable, s.snaps, trans)
 	if err != nil {
 		s.abandon()
 		if failed := checked.failuresText(); failed != "" {
@@ -448,6 +456,15 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 		return nil, err
 	}
 	checked.started()
+	if p := ls.parallel; p != nil {
+		lead := func() bool { return s.raft.State() == raft.Leader }
+		p.stop = s.stop
+		p.leading.Store(&lead)
+		p.beforeSync = cfg.beforeSync
+		s.following.Go(func() {
+			p.syncLoop(s.stop, func(err error) { s.storeFailed("syncing the log", err) })
+		})
+	}
 	s.running.Store(true)
 	// From here on a snapshot replaces the state under live clients, and
 	// peers' forwarded frames can be served.

@@ -2,7 +2,8 @@
 // StableStore over a directory of segment files, with one write and one
 // fdatasync per append batch, a CRC-32C on every record, and a state that
 // is nothing but its files, so that no crash between two steps can leave
-// the log unreadable.
+// the log unreadable. Append and Sync split an append's write from its
+// fdatasync, for a Raft leader that syncs its own copy while it replicates.
 //
 // It exists because neither store hutch could take off the shelf holds up:
 // raft-boltdb fsyncs twice per append (its pages, then its meta page), and

@@ -37,6 +37,12 @@ type Options struct {
 
 // Log is a raft.LogStore (and, through Stable, a raft.StableStore) in one
 // directory. Appends are serialised; reads run beside them.
+//
+// StoreLogs writes and syncs. Append and Sync split it for a Raft leader,
+// which may send entries to its followers while its own copy is being
+// synced, provided nothing counts that copy before Sync returns (Durable;
+// raftstore's parallel appends): an append goes on beside a sync, and
+// each sync covers every append that returned before it began.
 type Log struct {
 	dir  string
 	opts Options
@@ -47,6 +53,10 @@ type Log struct {
 	// is not, and readers go on meanwhile.
 	writeMu sync.Mutex
 	buf     []byte // the batch being written, reused under writeMu
+	// syncMu serialises syncs with each other and with what closes, cuts
+	// or removes files (DeleteRange, Close), so that no file changes
+	// under a sync; appends go on beside one. Taken after writeMu.
+	syncMu sync.Mutex
 
 	// mu guards segs, first, failed and closed. A reader holds it shared
 	// while it reads a segment's file, so the file is not closed under it.
@@ -58,6 +68,10 @@ type Log struct {
 	failed error
 	closed bool
 	lock   *os.File // held while open (lockDir)
+	// dirty are the segments written since they were last synced, and
+	// durable the last index every sync so far covers (Durable).
+	dirty   []*segment
+	durable uint64
 }
 
 // segment is one file: its first index, where each record starts, and
@@ -113,6 +127,15 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	l := &Log{dir: dir, opts: opts, log: opts.Logger, lock: lock}
 	if err := l.recover(); err != nil {
+		l.closeFiles()
+		return nil, err
+	}
+	// What a crash left written but maybe not synced is synced now, so
+	// that everything held counts as durable.
+	if n := len(l.segs); n > 0 {
+		l.dirty = []*segment{l.segs[n-1]}
+	}
+	if err := l.Sync(); err != nil {
 		l.closeFiles()
 		return nil, err
 	}
@@ -287,6 +310,16 @@ func (l *Log) StoreLog(e *raft.Log) error { return l.StoreLogs([]*raft.Log{e}) }
 // returns nil they are on disk; after any failure the log refuses further
 // changes (see failed).
 func (l *Log) StoreLogs(logs []*raft.Log) error {
+	if err := l.Append(logs); err != nil {
+		return err
+	}
+	return l.Sync()
+}
+
+// Append writes entries as StoreLogs does, without syncing them: they can
+// be read back at once, and are durable once a Sync that began after
+// Append returned has returned.
+func (l *Log) Append(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil
 	}
@@ -353,14 +386,49 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 		}
 		tail.alloc = end + grow
 	}
-	if err := tail.f.Sync(); err != nil {
-		return l.fail(fmt.Errorf("seglog: syncing %s: %w", tail.path, err))
-	}
 	l.mu.Lock()
 	tail.offsets = append(tail.offsets, offsets...)
 	tail.end += int64(len(b))
+	if !slices.Contains(l.dirty, tail) {
+		l.dirty = append(l.dirty, tail)
+	}
 	l.mu.Unlock()
 	return nil
+}
+
+// Sync makes every entry appended before it began durable, with one
+// fdatasync per segment written since the last sync (one, unless an
+// append started a segment).
+func (l *Log) Sync() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	dirty, last, closed, failed := l.dirty, l.lastLocked(), l.closed, l.failed
+	l.dirty = nil
+	l.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case failed != nil:
+		return fmt.Errorf("seglog: refusing to sync after an earlier failure: %w", failed)
+	}
+	for _, s := range dirty {
+		if err := s.f.Sync(); err != nil {
+			return l.fail(fmt.Errorf("seglog: syncing %s: %w", s.path, err))
+		}
+	}
+	l.mu.Lock()
+	l.durable = last
+	l.mu.Unlock()
+	return nil
+}
+
+// Durable is the last index that a sync has made durable (with every
+// index before it).
+func (l *Log) Durable() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.durable
 }
 
 // fail records the first failure that leaves the files in doubt.
@@ -408,6 +476,8 @@ func (l *Log) createSegment(base uint64) (*segment, error) {
 func (l *Log) DeleteRange(min, max uint64) error {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.mu.RLock()
 	first, last, closed, failed := l.first, l.lastLocked(), l.closed, l.failed
 	l.mu.RUnlock()
@@ -438,8 +508,9 @@ func (l *Log) deleteHead(max uint64) error {
 		gone = append(gone, l.segs[0])
 		l.segs = l.segs[1:]
 	}
+	l.undirty(gone)
 	if len(l.segs) == 0 {
-		l.first = 0
+		l.first, l.durable = 0, 0 // the next append may start anywhere
 	} else {
 		l.first = max + 1
 		if l.first < l.segs[0].base {
@@ -479,6 +550,10 @@ func (l *Log) deleteTail(min uint64) error {
 		gone = append(gone, l.segs[len(l.segs)-1])
 		l.segs = l.segs[:len(l.segs)-1]
 	}
+	l.undirty(gone)
+	if l.durable >= min {
+		l.durable = min - 1
+	}
 	var cut *segment
 	var cutAt int64
 	if n := len(l.segs); n > 0 && l.segs[n-1].last() >= min {
@@ -508,10 +583,17 @@ func (l *Log) deleteTail(min uint64) error {
 	return nil
 }
 
+// undirty forgets segments leaving the log; under mu.
+func (l *Log) undirty(gone []*segment) {
+	l.dirty = slices.DeleteFunc(l.dirty, func(s *segment) bool { return slices.Contains(gone, s) })
+}
+
 // Close closes the files. The log cannot be used after it.
 func (l *Log) Close() error {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {

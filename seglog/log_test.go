@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -381,4 +383,119 @@ func FuzzScanSegment(f *testing.F) {
 			_ = decodeBody(body, &l)
 		}
 	})
+}
+
+// countingFS counts syncs by file.
+type countingFS struct {
+	osFS
+	mu    sync.Mutex
+	syncs map[string]int
+}
+
+type countingFile struct {
+	File
+	fs   *countingFS
+	path string
+}
+
+func (f *countingFS) OpenFile(p string) (File, error) {
+	file, err := f.osFS.OpenFile(p)
+	return countingFile{file, f, p}, err
+}
+
+func (f *countingFS) CreateFile(p string) (File, error) {
+	file, err := f.osFS.CreateFile(p)
+	return countingFile{file, f, p}, err
+}
+
+func (f countingFile) Sync() error {
+	f.fs.mu.Lock()
+	f.fs.syncs[filepath.Base(f.path)]++
+	f.fs.mu.Unlock()
+	return f.File.Sync()
+}
+
+func (f *countingFS) count() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.syncs)
+}
+
+// TestLogAppendThenSync: Append's entries read back at once and count as
+// durable only after a Sync, which syncs every segment written since the
+// last one (here an append that crossed into a new segment) and nothing
+// else; deleting the tail takes the durable index back with it, and a
+// failed Sync leaves it where it was and refuses every later change.
+func TestLogAppendThenSync(t *testing.T) {
+	fs := &countingFS{syncs: map[string]int{}}
+	l := open(t, t.TempDir(), Options{FS: fs, SegmentEntries: 4})
+	store(t, l, 1, 3, 1)
+	if d := l.Durable(); d != 3 {
+		t.Fatalf("Durable after StoreLogs(1-3) = %d, want 3", d)
+	}
+	before := fs.count()
+	if err := l.Append([]*raft.Log{entry(4, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append([]*raft.Log{entry(5, 1), entry(6, 1)}); err != nil { // a new segment
+		t.Fatal(err)
+	}
+	check(t, l, 1, 6, term1)
+	if d := l.Durable(); d != 3 {
+		t.Fatalf("Durable after unsynced appends = %d, want 3", d)
+	}
+	if got := fs.count()[segName(1)]; got != before[segName(1)] {
+		t.Fatalf("Append synced the first segment (%d syncs, %d before)", got, before[segName(1)])
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if d := l.Durable(); d != 6 {
+		t.Fatalf("Durable after Sync = %d, want 6", d)
+	}
+	after := fs.count()
+	if after[segName(1)] != before[segName(1)]+1 || after[segName(5)] < 2 {
+		t.Fatalf("syncs by segment %v before the Sync %v: want one more of the first segment, and the new one's header and records", after, before)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if again := fs.count(); !maps.Equal(again, after) {
+		t.Fatalf("a Sync with nothing appended synced %v (was %v)", again, after)
+	}
+
+	if err := l.DeleteRange(5, 6); err != nil {
+		t.Fatal(err)
+	}
+	if d := l.Durable(); d != 4 {
+		t.Fatalf("Durable after deleting 5-6 = %d, want 4", d)
+	}
+	if err := l.Append([]*raft.Log{entry(5, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if d := l.Durable(); d != 4 {
+		t.Fatalf("Durable after appending 5 again unsynced = %d, want 4", d)
+	}
+
+	failing := &failingFS{}
+	l2 := open(t, t.TempDir(), Options{FS: failing})
+	store(t, l2, 1, 2, 1)
+	if err := l2.Append([]*raft.Log{entry(3, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	e := error(syscall.EIO)
+	failing.failSync.Store(&e)
+	if err := l2.Sync(); err == nil {
+		t.Fatal("Sync succeeded on a failing disk")
+	}
+	failing.failSync.Store(nil)
+	if d := l2.Durable(); d != 2 {
+		t.Fatalf("Durable after a failed Sync = %d, want 2", d)
+	}
+	if err := l2.Append([]*raft.Log{entry(4, 1)}); err == nil {
+		t.Fatal("Append succeeded after a failed Sync")
+	}
+	if err := l2.Sync(); err == nil {
+		t.Fatal("Sync succeeded after a failed Sync")
+	}
 }
