@@ -280,7 +280,10 @@ func BenchmarkLogAppend(b *testing.B) {
 //     its own apply);
 //
 // and beside them forward: the leader's answer to the forward (Forward
-// returns), which travels while the leader appends. Each is reported as
+// returns), which travels while the leader appends, and leader-sync: from
+// leader-append until the leader's syncer has made the write durable
+// (seglog's parallel appends), which runs beside follower-append: where
+// the members share a disk, the two fsyncs contend. Each is reported as
 // the p50 of its own duration, and the total's p50 and p99; the log
 // store's own p50 (BenchmarkLogAppend) twice is the disk's floor under
 // the total.
@@ -289,6 +292,7 @@ func BenchmarkFollowerWriteStages(b *testing.B) {
 		mu     sync.Mutex
 		armed  bool
 		stored = map[uint64]time.Time{} // node → when its first store after t0 returned
+		synced = map[uint64]time.Time{} // node → when its first sync after t0 returned
 	)
 	nodes := startCluster(b, 3, func(c *Config) {
 		c.DataDir = b.TempDir()
@@ -298,6 +302,14 @@ func BenchmarkFollowerWriteStages(b *testing.B) {
 			mu.Lock()
 			if _, ok := stored[id]; armed && !ok {
 				stored[id] = now
+			}
+			mu.Unlock()
+		}
+		c.afterSync = func() {
+			now := time.Now()
+			mu.Lock()
+			if _, ok := synced[id]; armed && !ok {
+				synced[id] = now
 			}
 			mu.Unlock()
 		}
@@ -320,7 +332,7 @@ func BenchmarkFollowerWriteStages(b *testing.B) {
 	leaderApplied, followerApplied := applied(leader), applied(f)
 	stages := []string{"forward", "leader-append", "follower-append", "leader-apply", "follower-apply"}
 	lat := make([][]time.Duration, len(stages))
-	var total []time.Duration
+	var total, leaderSync []time.Duration
 	skipped := 0
 	b.ResetTimer()
 	for i := range b.N {
@@ -328,6 +340,7 @@ func BenchmarkFollowerWriteStages(b *testing.B) {
 		enc := encode(b, []zkdb.Command{cmd})
 		mu.Lock()
 		clear(stored)
+		clear(synced)
 		armed = true
 		mu.Unlock()
 		t0 := time.Now()
@@ -349,6 +362,7 @@ func BenchmarkFollowerWriteStages(b *testing.B) {
 		mu.Lock()
 		armed = false
 		ls, fs := stored[leader.cfg.NodeID], stored[f.cfg.NodeID]
+		lsync := synced[leader.cfg.NodeID]
 		mu.Unlock()
 		if ls.IsZero() || fs.IsZero() || ls.After(fs) || fs.After(tf) {
 			// A snapshot, or the stores' order not what a lone write's
@@ -365,6 +379,9 @@ func BenchmarkFollowerWriteStages(b *testing.B) {
 			prev = m
 		}
 		total = append(total, tf.Sub(t0))
+		if !lsync.IsZero() {
+			leaderSync = append(leaderSync, lsync.Sub(ls))
+		}
 	}
 	b.StopTimer()
 	p := func(d []time.Duration, q int) float64 {
@@ -377,6 +394,7 @@ func BenchmarkFollowerWriteStages(b *testing.B) {
 	for k, name := range stages {
 		b.ReportMetric(p(lat[k], 50), name+"-p50-ms")
 	}
+	b.ReportMetric(p(leaderSync, 50), "leader-sync-p50-ms")
 	b.ReportMetric(p(total, 50), "total-p50-ms")
 	b.ReportMetric(p(total, 99), "total-p99-ms")
 	b.ReportMetric(float64(skipped), "skipped")

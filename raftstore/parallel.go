@@ -55,8 +55,9 @@ type parallelLog struct {
 	// unsynced is the last index a leader batch left to the syncer;
 	// only StoreLogs, on Raft's goroutine, touches it.
 	unsynced uint64
-	// beforeSync, for tests, runs before each of syncLoop's syncs.
-	beforeSync func()
+	// beforeSync and afterSync, for tests, run around each of
+	// syncLoop's syncs.
+	beforeSync, afterSync func()
 
 	mu     sync.Mutex    // guards synced
 	synced chan struct{} // closed when a sync ends; nil if nobody waits
@@ -123,6 +124,9 @@ func (p *parallelLog) syncLoop(stop <-chan struct{}, failed func(error)) {
 		if err := p.Log.Sync(); err != nil {
 			failed(err)
 			return
+		}
+		if p.afterSync != nil {
+			p.afterSync()
 		}
 		p.wake()
 	}

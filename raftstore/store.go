@@ -147,9 +147,10 @@ type Config struct {
 	// member for its new quorum waits for it to catch up; default five
 	// election timeouts.
 	CatchUpTimeout time.Duration
-	// beforeSync, for tests, runs before each sync of a leader's own
-	// appends (parallel.go): a test holds it to keep them unsynced.
-	beforeSync func()
+	// beforeSync and afterSync, for tests, run around each sync of a
+	// leader's own appends (parallel.go): a test holds the first to keep
+	// them unsynced; BenchmarkFollowerWriteStages times the second.
+	beforeSync, afterSync func()
 }
 
 // deriveMembers fills Peers from Members, or Members from Peers.
@@ -460,7 +461,7 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 		lead := func() bool { return s.raft.State() == raft.Leader }
 		p.stop = s.stop
 		p.leading.Store(&lead)
-		p.beforeSync = cfg.beforeSync
+		p.beforeSync, p.afterSync = cfg.beforeSync, cfg.afterSync
 		s.following.Go(func() {
 			p.syncLoop(s.stop, func(err error) { s.storeFailed("syncing the log", err) })
 		})
