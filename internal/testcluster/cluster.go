@@ -52,6 +52,8 @@ type Cluster struct {
 	clients *clientLinks
 	quiet   *quietLog
 	wait    time.Duration
+	// joiner is what AddMember gives a member that joins later.
+	joiner joinerConfig
 
 	// mu guards the link state: why each directed link is down, and what
 	// net has been told.
@@ -82,6 +84,7 @@ func Start(cfg Config) (*Cluster, error) {
 	c.quiet = &quietLog{settle: 3*max(cfg.ElectionTimeout, raftstore.DefaultElectionTimeout) + time.Second, active: true}
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
+	c.joiner = joinerConfig{secret: secret, dataDir: cfg.DataDir, election: cfg.ElectionTimeout}
 	for n := 1; n <= cfg.Size; n++ {
 		mc := cfg.Member(n)
 		mc.Number = n
