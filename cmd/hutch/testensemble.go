@@ -101,12 +101,12 @@ func runTestEnsemble(ctx context.Context, args []string, stdout, stderr io.Write
 		defer os.RemoveAll(dir)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	c, err := testcluster.Start(testcluster.Config{Size: *nodes, DataDir: dir, ElectionTimeout: *election,
-		Member: func(n int) testcluster.MemberConfig {
-			return testcluster.MemberConfig{Name: "hutch-" + strconv.Itoa(n), FakeClock: mode.fake, Server: server.Config{
-				NoClientPort: true, TickTime: *tick, MinSessionTimeout: *minTimeout, MaxSessionTimeout: *maxTimeout,
-				MaxClientConnsPerIP: -1, Logger: logger.With("member", n)}}
-		}})
+	member := func(n int) testcluster.MemberConfig {
+		return testcluster.MemberConfig{Name: "hutch-" + strconv.Itoa(n), FakeClock: mode.fake, Server: server.Config{
+			NoClientPort: true, TickTime: *tick, MinSessionTimeout: *minTimeout, MaxSessionTimeout: *maxTimeout,
+			MaxClientConnsPerIP: -1, Logger: logger.With("member", n)}}
+	}
+	c, err := testcluster.Start(testcluster.Config{Size: *nodes, DataDir: dir, ElectionTimeout: *election, Member: member})
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,21 @@ func runTestEnsemble(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 	defer fronts.Close()
-	controls.serve(testcluster.Handler(c, testcluster.HandlerOptions{Addrs: fronts.Addrs(), KeepConnected: mode.keepConnected}))
+	// /add-member: one more member, with the others' settings and a
+	// client port of its own (the next after --listen's, or the kernel's).
+	grow := func() (int, string, error) {
+		n, err := c.AddMember(member(c.Size() + 1))
+		if err != nil {
+			return 0, "", err
+		}
+		m, err := c.Member(n)
+		if err != nil {
+			return 0, "", err
+		}
+		addr, err := fronts.Add(m)
+		return n, addr, err
+	}
+	controls.serve(testcluster.Handler(c, testcluster.HandlerOptions{Addrs: fronts.Addrs(), KeepConnected: mode.keepConnected, Grow: grow}))
 	fmt.Fprintln(stdout, strings.Join(fronts.Addrs(), ","))
 	fmt.Fprintln(stdout, "test-controls", controls.url())
 	<-ctx.Done()

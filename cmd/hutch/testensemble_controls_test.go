@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,5 +137,64 @@ back:
 		case <-time.After(30 * time.Second):
 			t.Fatalf("no expiry after /advance?by=1m past a 4s session timeout: %v; /sessions %v; before %v; after %v", adv, e.ok("GET", "/sessions"), before, e.ok("GET", "/members"))
 		}
+	}
+}
+
+// TestTestEnsembleMembership: /add-member starts a fourth member with a
+// client port of its own and adds it as an observer, through which a
+// client writes; a fifth joins as a participant; /remove-member takes the
+// fourth out of the configuration again (it keeps running). /members
+// lists every member at its address with its role.
+func TestTestEnsembleMembership(t *testing.T) {
+	e := startTestEnsemble(t, "--nodes", "3", "--listen", "127.0.0.1:0", "--election-timeout", "500ms")
+	roles := func() []string {
+		var out []string
+		for i, m := range e.ok("GET", "/members")["members"].([]any) {
+			m := m.(map[string]any)
+			if int(m["member"].(float64)) != i+1 {
+				t.Fatalf("/members[%d] is member %v", i, m["member"])
+			}
+			out = append(out, m["role"].(string)+" at "+m["address"].(string))
+		}
+		return out
+	}
+
+	added := e.ok("POST", "/add-member?observer=true")
+	addr, _ := added["address"].(string)
+	if added["added"] != 4.0 || !strings.HasPrefix(addr, "127.0.0.1:") || !strings.Contains(added["config"].(string), "server.4=") {
+		t.Fatalf("/add-member?observer=true: %v", added)
+	}
+	waitFor(t, "member 4 to observe", func() bool {
+		r := roles()
+		return len(r) == 4 && r[3] == "observer at "+addr
+	})
+	c, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(discardLogger{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	retry(t, "a write through the observer", func() error {
+		_, err := c.Create("/via-observer", nil, 0, zk.WorldACL(zk.PermAll))
+		if err == zk.ErrNodeExists {
+			return nil
+		}
+		return err
+	})
+
+	if five := e.ok("POST", "/add-member"); five["added"] != 5.0 || five["observer"] != false {
+		t.Fatalf("/add-member: %v", five)
+	}
+	waitFor(t, "member 5 to follow", func() bool {
+		r := roles()
+		return len(r) == 5 && (strings.HasPrefix(r[4], "follower at ") || strings.HasPrefix(r[4], "leader at "))
+	})
+
+	removed := e.ok("POST", "/remove-member?member=4")
+	if removed["removed"] != 4.0 || strings.Contains(removed["config"].(string), "server.4=") ||
+		!strings.Contains(removed["config"].(string), "server.5=") {
+		t.Fatalf("/remove-member?member=4: %v", removed)
+	}
+	if status, body := e.call("POST", "/remove-member?member=9"); status != http.StatusNotFound {
+		t.Fatalf("/remove-member?member=9: %d %v", status, body)
 	}
 }

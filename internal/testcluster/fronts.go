@@ -15,10 +15,12 @@ import (
 // While a member is stopped its port resets each connection at once, as
 // a closed port refuses one.
 type Fronts struct {
-	lns []net.Listener
-	wg  sync.WaitGroup // accept loops and carriers
+	host     string
+	basePort int
+	wg       sync.WaitGroup // accept loops and carriers
 
-	mu     sync.Mutex // guards conns and closed
+	mu     sync.Mutex // guards lns, conns and closed
+	lns    []net.Listener
 	conns  map[net.Conn]struct{}
 	closed bool
 }
@@ -28,29 +30,44 @@ type Fronts struct {
 // otherwise, and carries the connections to it; Addrs names the ports,
 // member 1 first.
 func (c *Cluster) ServeTCP(host string, basePort int) (*Fronts, error) {
-	f := &Fronts{conns: map[net.Conn]struct{}{}}
-	for i := range c.members {
-		port := 0
-		if basePort != 0 {
-			port = basePort + i
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
-		if err != nil {
+	f := &Fronts{host: host, basePort: basePort, conns: map[net.Conn]struct{}{}}
+	for _, m := range c.Members() {
+		if _, err := f.Add(m); err != nil {
 			f.Close()
 			return nil, err
 		}
-		f.lns = append(f.lns, ln)
-	}
-	for i, ln := range f.lns {
-		f.wg.Add(1)
-		go f.accept(ln, c.members[i])
 	}
 	return f, nil
+}
+
+// Add gives one more member a port (basePort+N-1 for the Nth port when
+// basePort is not 0) and returns its address; for a member that joined
+// after ServeTCP (Cluster.AddMember).
+func (f *Fronts) Add(m *Member) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return "", net.ErrClosed
+	}
+	port := 0
+	if f.basePort != 0 {
+		port = f.basePort + len(f.lns)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, strconv.Itoa(port)))
+	if err != nil {
+		return "", err
+	}
+	f.lns = append(f.lns, ln)
+	f.wg.Add(1)
+	go f.accept(ln, m)
+	return ln.Addr().String(), nil
 }
 
 // Addrs are the ports' addresses, member 1 first: the connect string's
 // parts.
 func (f *Fronts) Addrs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	out := make([]string, len(f.lns))
 	for i, ln := range f.lns {
 		out[i] = ln.Addr().String()
@@ -116,8 +133,9 @@ func (f *Fronts) Close() {
 	for c := range f.conns {
 		c.Close()
 	}
+	lns := f.lns
 	f.mu.Unlock()
-	for _, ln := range f.lns {
+	for _, ln := range lns {
 		ln.Close()
 	}
 	f.wg.Wait()

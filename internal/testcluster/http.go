@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hutchzk/hutch/internal/controlhttp"
@@ -24,6 +25,10 @@ type HandlerOptions struct {
 	// Wait bounds the controls that wait for a leader or a restart (30 s
 	// when 0).
 	Wait time.Duration
+	// Grow starts one more member (Cluster.AddMember) and gives it a
+	// client address, for /add-member, returning its number and that
+	// address; without it the ensemble cannot grow over HTTP.
+	Grow func() (n int, addr string, err error)
 }
 
 // Handler serves the ensemble's controls over HTTP, members numbered
@@ -45,6 +50,8 @@ type HandlerOptions struct {
 //	POST /drop?session=ID|member=N   drop a session's connection, or a member's; none: all
 //	POST /advance?by=30s[&keep_connected=true]  move every member's fake clock
 //	GET  /sessions               the live sessions, with the member each is connected to
+//	POST /add-member[?observer=true]  start one more member and add it by reconfig
+//	POST /remove-member?member=N      take member N out by reconfig (it keeps running)
 //
 // It has no authentication: serve it on loopback only.
 func Handler(c *Cluster, o HandlerOptions) http.Handler {
@@ -55,7 +62,7 @@ func Handler(c *Cluster, o HandlerOptions) http.Handler {
 		o.Wait = 30 * time.Second
 	}
 	h := &handler{c: c, o: o}
-	return controlhttp.Handler([]controlhttp.Route{
+	routes := []controlhttp.Route{
 		{Method: "POST", Path: "/kill", Doc: "crash ?member=N", Handle: h.member(c.Kill, "killed")},
 		{Method: "POST", Path: "/restart", Doc: "start ?member=N again from its log; answers once it serves", Handle: h.restart},
 		{Method: "POST", Path: "/pause", Doc: "silence ?member=N, or every member", Handle: h.each(c.Pause, "paused")},
@@ -70,7 +77,28 @@ func Handler(c *Cluster, o HandlerOptions) http.Handler {
 		{Method: "POST", Path: "/drop", Doc: "drop ?session=ID's connection, or ?member=N's, or every one", Handle: h.drop},
 		{Method: "POST", Path: "/advance", Doc: "move every member's fake clock: ?by=30s[&keep_connected=true]", Handle: h.advance},
 		{Method: "GET", Path: "/sessions", Doc: "the live sessions and the member each is connected to", Handle: h.sessions},
-	}, Status)
+		{Method: "POST", Path: "/add-member", Doc: "start one more member and add it by reconfig, as a participant or ?observer=true", Handle: h.addMember},
+		{Method: "POST", Path: "/remove-member", Doc: "take ?member=N out of the ensemble by reconfig (it keeps running, serving no one)", Handle: h.removeMember},
+	}
+	// The membership controls change the member list the others read:
+	// they run alone.
+	for i, r := range routes {
+		handle := r.Handle
+		if r.Path == "/add-member" || r.Path == "/remove-member" {
+			routes[i].Handle = func(r *http.Request) (any, error) {
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				return handle(r)
+			}
+		} else {
+			routes[i].Handle = func(r *http.Request) (any, error) {
+				h.mu.RLock()
+				defer h.mu.RUnlock()
+				return handle(r)
+			}
+		}
+	}
+	return controlhttp.Handler(routes, Status)
 }
 
 // Status is the HTTP status of a control's error.
@@ -88,7 +116,10 @@ func Status(err error) int {
 
 type handler struct {
 	c *Cluster
-	o HandlerOptions
+	// mu is held to change the membership (o.Addrs grows with it), and
+	// shared by every other control.
+	mu sync.RWMutex
+	o  HandlerOptions
 }
 
 func (h *handler) ctx() (context.Context, context.CancelFunc) {
@@ -384,4 +415,47 @@ func (h *handler) sessions(*http.Request) (any, error) {
 		out = append(out, cs)
 	}
 	return map[string]any{"sessions": out}, nil
+}
+
+func (h *handler) addMember(r *http.Request) (any, error) {
+	observer := false
+	if v := r.URL.Query().Get("observer"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, controlhttp.BadRequest("observer must be true or false (got %q)", v)
+		}
+		observer = b
+	}
+	if h.o.Grow == nil {
+		return nil, errors.New("this ensemble cannot start members")
+	}
+	n, addr, err := h.o.Grow()
+	if err != nil {
+		return nil, err
+	}
+	h.o.Addrs = append(h.o.Addrs, addr)
+	ctx, cancel := h.ctx()
+	defer cancel()
+	cfg, err := h.c.Join(ctx, n, observer)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"added": n, "address": addr, "observer": observer, "config": cfg.Text()}, nil
+}
+
+func (h *handler) removeMember(r *http.Request) (any, error) {
+	n, err := memberParam(r, "member", true)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := h.c.Member(n); err != nil {
+		return nil, err
+	}
+	ctx, cancel := h.ctx()
+	defer cancel()
+	cfg, err := h.c.Reconfigure(ctx, nil, []uint64{uint64(n)})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"removed": n, "config": cfg.Text()}, nil
 }

@@ -78,10 +78,15 @@ func (c *Cluster) RaftAddr(n int) (string, error) {
 // member numbers. It returns the new configuration, or the error the
 // reconfig was refused with.
 func (c *Cluster) Reconfigure(ctx context.Context, joining []string, leaving []uint64) (membership.Config, error) {
-	// The leader if a majority agrees on one, else any member that
-	// belongs: the change goes to the leader either way.
+	// The leader once a majority agrees on one (waiting a few election
+	// timeouts for one: right after a start or a failover none may be
+	// agreed on yet, and no member holds the membership), else any member
+	// that belongs: the change goes to the leader either way.
 	var via *server.Server
-	if lead, ok := c.LeaderNow(); ok {
+	wait, cancel := context.WithTimeout(ctx, 4*max(c.joiner.election, raftstore.DefaultElectionTimeout))
+	lead, err := c.Leader(wait)
+	cancel()
+	if err == nil {
 		via = c.members[lead-1].Server()
 	}
 	for _, m := range c.members {
