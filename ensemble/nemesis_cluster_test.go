@@ -47,7 +47,12 @@ type procCluster struct {
 func startProcCluster(tb testing.TB, disks bool) *procCluster {
 	tb.Helper()
 	e := newEnsemble(tb)
-	e.extraArgs = []string{"--tick-time", "500ms", "--election-timeout", "1s"}
+	// The admin token lets the nemesis change the membership (SetRole).
+	token := filepath.Join(e.base, "admin-token")
+	if err := os.WriteFile(token, []byte(procAdminToken), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	e.extraArgs = []string{"--tick-time", "500ms", "--election-timeout", "1s", "--admin-token-file", token}
 	c := &procCluster{ensemble: e, paused: make(map[int]bool), rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26))}
 	var routes []faultnet.Route
 	for i := 1; i <= 3; i++ {

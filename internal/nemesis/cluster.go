@@ -1,6 +1,7 @@
 package nemesis
 
 import (
+	"context"
 	"errors"
 	"time"
 )
@@ -58,4 +59,25 @@ type ServerExpiry struct {
 	Node    int
 	Session int64
 	At      time.Time
+}
+
+// Role is what the membership kind makes a node: a voting member, an
+// observer, or no member.
+type Role int
+
+const (
+	Participant Role = iota
+	Observer
+	Out
+)
+
+func (r Role) String() string { return [...]string{"participant", "observer", "out"}[r] }
+
+// Reconfigurer is a Cluster whose membership the nemesis may change (the
+// membership kind); a Cluster that is not one leaves that kind out.
+type Reconfigurer interface {
+	// SetRole makes node i a participant, an observer or no member by
+	// reconfig, trying again through elections and quorum losses, and
+	// returns once the ensemble's membership says so, or when ctx ends.
+	SetRole(ctx context.Context, i int, role Role) error
 }

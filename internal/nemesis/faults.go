@@ -39,7 +39,7 @@ const (
 // process faults, then the disk faults (DiskKinds, which need a
 // DiskCluster).
 var Kinds = append([]Kind{KillLeader, KillFollower, PauseLeader, PauseFollower,
-	PartitionLeader, PartitionFollower, KillLeaderInChurn, SkewClock, OneWayCut, PeerFlood}, DiskKinds...)
+	PartitionLeader, PartitionFollower, KillLeaderInChurn, SkewClock, OneWayCut, PeerFlood, MembershipChange}, DiskKinds...)
 
 func (k Kind) onLeader() bool {
 	return k == KillLeader || k == PauseLeader || k == PartitionLeader || k == KillLeaderInChurn || k == FullDiskLeader
@@ -189,6 +189,8 @@ func (r *runner) inject(ctx context.Context, kind Kind) (faultRecord, error) {
 		}
 		hold(r.cfg.SkewFor)
 		err = r.c.Skew(target, 0)
+	case MembershipChange:
+		err = r.changeMembership(ctx, target)
 	default:
 		if !isDiskKind(kind) {
 			err = fmt.Errorf("unknown fault kind %q", kind)
@@ -210,15 +212,7 @@ func (r *runner) killRestart(i int) error {
 		return fmt.Errorf("kill: %w", err)
 	}
 	time.Sleep(r.cfg.KillFor/2 + time.Duration(r.rng.Int64N(int64(r.cfg.KillFor))))
-	for try := 1; try <= 3; try++ {
-		err := r.c.Restart(i)
-		if err == nil {
-			return nil
-		}
-		r.problem("restart of node %d failed (try %d of 3): %v", i, try, err)
-		time.Sleep(time.Duration(try) * time.Second) // let the others settle first
-	}
-	return fmt.Errorf("node %d did not restart in 3 tries", i)
+	return r.restart(i)
 }
 
 // burst adds ChurnBurst churners with no rest and returns once they are
