@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"time"
+
+	"github.com/hutchzk/hutch/internal/record"
 )
 
 // Questions between members, on authenticated connections tagged 'Q': a
@@ -185,9 +187,9 @@ func (s *Store) askStatus(ctx context.Context, addr string, target uint64, wait 
 	if err != nil {
 		return 0, 0, err
 	}
-	r := &byteReader{b: a}
-	applied, id = r.uvarint(), r.uvarint()
-	if r.bad || len(r.b) != 0 {
+	r := record.NewSlice(a)
+	applied, id = r.Uvarint(), r.Uvarint()
+	if r.Bad() || len(r.Rest()) != 0 {
 		return 0, 0, fmt.Errorf("raftstore: bad status answer from %s", addr)
 	}
 	return applied, id, nil
@@ -199,9 +201,9 @@ func (s *Store) answerStatus(q []byte) ([]byte, bool) {
 	if len(q) < len(statusQuestion) || q[1] != statusQuestion[1] {
 		return nil, false
 	}
-	r := &byteReader{b: q[len(statusQuestion):]}
-	target, waitMS := r.uvarint(), r.uvarint()
-	if r.bad || len(r.b) != 0 {
+	r := record.NewSlice(q[len(statusQuestion):])
+	target, waitMS := r.Uvarint(), r.Uvarint()
+	if r.Bad() || len(r.Rest()) != 0 {
 		return nil, false
 	}
 	wait := min(time.Duration(waitMS)*time.Millisecond, maxStatusWait)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/hutchzk/hutch/internal/record"
 	"github.com/hutchzk/hutch/membership"
 	"github.com/hutchzk/hutch/wire"
 	"github.com/hutchzk/hutch/zkdb"
@@ -86,67 +87,20 @@ func appendString(b []byte, s string) []byte {
 
 func decodeReconfigCall(b []byte) (reconfigCall, bool) {
 	var c reconfigCall
-	r := &byteReader{b: b}
-	c.cmd.Origin, c.cmd.Seq = r.uvarint(), r.uvarint()
-	c.cmd.Conn, c.cmd.Txn.Session = r.varint(), r.varint()
-	op := r.byte()
-	n := r.uvarint()
-	if r.bad || op > 1 || n > uint64(len(r.b))/2 {
+	r := record.NewSlice(b)
+	c.cmd.Origin, c.cmd.Seq = r.Uvarint(), r.Uvarint()
+	c.cmd.Conn, c.cmd.Txn.Session = r.Varint(), r.Varint()
+	op := r.Byte()
+	n := r.Count(2) // an identity is two strings, a byte each at least
+	if r.Bad() || op > 1 {
 		return c, false
 	}
 	c.operator = op == 1
 	for range n {
-		c.cmd.Txn.Auth = append(c.cmd.Txn.Auth, wire.ID{Scheme: r.str(), ID: r.str()})
+		c.cmd.Txn.Auth = append(c.cmd.Txn.Auth, wire.ID{Scheme: r.String(), ID: r.String()})
 	}
-	c.body = append([]byte(nil), r.b...)
-	return c, !r.bad
-}
-
-// byteReader walks encoded bytes; the first failure sticks.
-type byteReader struct {
-	b   []byte
-	bad bool
-}
-
-func (r *byteReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.bad = true
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *byteReader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.bad = true
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *byteReader) byte() byte {
-	if len(r.b) == 0 {
-		r.bad = true
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
-}
-
-func (r *byteReader) str() string {
-	n := r.uvarint()
-	if r.bad || n > uint64(len(r.b)) {
-		r.bad = true
-		return ""
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return s
+	c.body = append([]byte(nil), r.Rest()...)
+	return c, !r.Bad()
 }
 
 // Reconfig hands a reconfig (cmd names who asked: Origin, Seq, Conn,
