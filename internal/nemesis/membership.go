@@ -10,7 +10,8 @@ import (
 // MembershipChange is the membership kind: a follower leaves the
 // ensemble, comes back as an observer, and is promoted to participant,
 // each change made while another fault holds another node (a kill, a
-// pause or a partition, in turn, the leader's when it can): the change is
+// pause or a partition, drawn by the schedule's seed; the leader when it
+// can be): the change is
 // decided, logged and followed by Raft's configuration across elections
 // and a lost quorum. Between the changes the ensemble has two
 // participants, so a fault on one of them leaves it without a quorum until
@@ -30,8 +31,7 @@ func (r *runner) changeMembership(ctx context.Context, target int) error {
 		for other < 0 || other == target {
 			other = r.rng.IntN(r.c.Size())
 		}
-		under := [...]string{"kill", "pause", "partition"}[r.faultTurn%3]
-		r.faultTurn++
+		under := [...]string{"kill", "pause", "partition"}[r.rng.IntN(3)]
 		undo, under, err := r.holdOther(under, other)
 		if err != nil {
 			return fmt.Errorf("%s of node %d for the change of node %d to %s: %w", under, other, target, role, err)

@@ -24,9 +24,6 @@ type runner struct {
 	leader atomic.Int32 // last leader seen, -1 if unknown; churn avoids it
 	admin  *zkSession   // setup, probes and final reads
 	bursts int          // churn bursts so far, for node names
-	// faultTurn picks the fault a membership change is made under, in
-	// turn; the schedule's goroutine only.
-	faultTurn int
 
 	mu       sync.Mutex // guards sessions and problems
 	sessions []*zkSession
