@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/hutchzk/hutch/raftstore"
 )
@@ -61,16 +64,12 @@ func TestCorruptLogRefused(t *testing.T) {
 				c := startDurable(t, 3, nil, store, 100*time.Millisecond)
 				leader := c.index(c.leader())
 				w, _ := dialVia(t, c.addrs(leader)[0], 10*time.Second, nil)
-				if _, err := w.Create("/balance", value, 0, openACL); err != nil {
-					t.Fatal(err)
-				}
+				createOnce(t, w, "/balance", value)
 				// Later entries, so the damaged one is not at the log's
 				// end, where a store may take it for a write torn by a
 				// crash and cut it.
 				for i := range 20 {
-					if _, err := w.Create(fmt.Sprintf("/later%d", i), nil, 0, openACL); err != nil {
-						t.Fatal(err)
-					}
+					createOnce(t, w, fmt.Sprintf("/later%d", i), nil)
 				}
 				f := c.follower()
 				waitFor(t, 10*time.Second, "the follower to apply the write", func() bool {
@@ -100,5 +99,23 @@ func TestCorruptLogRefused(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// createOnce creates path, trying again for 20s after a connection lost
+// on a loaded machine (an election under a 100ms tick drops the clients),
+// a create whose answer was lost counting when the node is there.
+func createOnce(t *testing.T, c *zk.Conn, path string, data []byte) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := c.Create(path, data, 0, openACL)
+		switch {
+		case err == nil, errors.Is(err, zk.ErrNodeExists):
+			return
+		case !errors.Is(err, zk.ErrConnectionClosed) || time.Now().After(deadline):
+			t.Fatalf("create %s: %v", path, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
