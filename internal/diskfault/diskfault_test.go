@@ -89,3 +89,39 @@ func TestFailingSyncDiskFills(t *testing.T) {
 		t.Fatalf("after Free: %v", err)
 	}
 }
+
+// TestFailingSyncAfterFree: a FailingSync disk that was filled and freed
+// can still fail its syncs. The blocks the filler took stayed allocated
+// in the loop device's image, so writes reusing them landed however full
+// the tmpfs under it was, and the nemesis's failing-fsync, after a full
+// disk on the same node, did not bite (the node went on).
+func TestFailingSyncAfterFree(t *testing.T) {
+	d := FailingSync(t, 80<<20, 64<<20)
+	if err := d.Fill(); err != nil {
+		t.Fatal(err)
+	}
+	// A member's fsyncs commit ext4's journal, which writes the filler's
+	// blocks out to the image first (data=ordered).
+	syscall.Sync()
+	if err := d.Free(); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Sync() // the member restarted on the freed disk, syncing
+	if err := d.FailSyncs(); err != nil {
+		t.Fatal(err)
+	}
+	// As a log appends: 4 MB in 64 KB writes, each synced.
+	f, err := os.Create(filepath.Join(d.Dir, "log"))
+	if err == nil {
+		defer f.Close()
+		for i := 0; i < 64 && err == nil; i++ {
+			if _, err = f.Write(make([]byte, 64<<10)); err == nil {
+				err = f.Sync()
+			}
+		}
+	}
+	if err == nil {
+		t.Fatal("4 MB written and synced after Fill, Free and FailSyncs: want a failure")
+	}
+	t.Logf("failed: %v", err)
+}

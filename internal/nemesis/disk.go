@@ -193,8 +193,19 @@ func (r *runner) injectDisk(ctx context.Context, kind Kind, target int) error {
 				return err
 			}
 		}
-		acked := r.diskBurst(ctx, 10*time.Second)
-		time.Sleep(r.cfg.DiskFor)
+		// A disk bites once the node needs blocks it has not written yet
+		// (a store writes into what it allocated ahead, a node catching
+		// up may not have appended yet): up to three bursts, until the
+		// target stops.
+		acked, sent := 0, 0
+		for round := 0; round < 3; round++ {
+			acked += r.diskBurst(ctx, 10*time.Second)
+			sent += 8
+			time.Sleep(r.cfg.DiskFor)
+			if kind == FullDiskAll || dc.Halted(target) || ctx.Err() != nil {
+				break
+			}
+		}
 		var halted []string
 		for _, i := range targets {
 			if dc.Halted(i) {
@@ -202,10 +213,10 @@ func (r *runner) injectDisk(ctx context.Context, kind Kind, target int) error {
 				r.rep.DiskHalts++
 			}
 		}
-		r.logf("%s: %d of 8 large writes acknowledged meanwhile; nodes that stopped themselves: [%s]", kind, acked, strings.Join(halted, " "))
+		r.logf("%s: %d of %d large writes acknowledged meanwhile; nodes that stopped themselves: [%s]", kind, acked, sent, strings.Join(halted, " "))
 		if len(halted) == 0 && kind != FullDiskAll {
-			// A disk that failed under 4 MB of writes and a node that
-			// went on: it served from a state it could not keep.
+			// A disk that failed under up to 12 MB of writes and a node
+			// that went on: it served from a state it could not keep.
 			r.rep.DiskNotHalted++
 			r.rep.Details = append(r.rep.Details, fmt.Sprintf("%s of node %d: the node did not stop itself", kind, target))
 		}
