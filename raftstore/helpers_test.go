@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -220,8 +221,27 @@ func forward(tb testing.TB, n *node, cmds ...zkdb.Command) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := n.Forward(ctx, encode(tb, cmds)); err != nil {
+	if err := untilSent(ctx, func() error { return n.Forward(ctx, encode(tb, cmds)) }); err != nil {
 		tb.Fatalf("forward from node %d: %v", n.cfg.NodeID, err)
+	}
+}
+
+// untilSent calls send again while it fails with an error that means no
+// leader took the call (no leader known, or the one asked no longer
+// leads), until ctx ends: on a loaded machine, and under the race
+// detector, a 300 ms heartbeat timeout can pass and an election happen in
+// the middle of a test. An outcome that is unknown is not retried.
+func untilSent(ctx context.Context, send func() error) error {
+	for {
+		err := send()
+		if !errors.Is(err, ErrNoLeader) && !errors.Is(err, ErrNotLeader) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
 

