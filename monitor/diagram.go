@@ -71,7 +71,7 @@ func layoutQueue(entries []entryView, first, total int) *lockDiagram {
 	top := parentTop + gapY/2 // room for arrows above the first row
 	herd := false
 	for i := range entries {
-		herd = herd || entries[i].Wait == waitParent
+		herd = herd || entries[i].Contender.Wait == waitParent
 	}
 	if herd {
 		d.Parent = &diagramBox{X: marginX, Y: parentTop, H: parentH}
@@ -93,14 +93,14 @@ func layoutQueue(entries []entryView, first, total int) *lockDiagram {
 	for i := range d.Boxes {
 		b := &d.Boxes[i]
 		e := b.Entry
-		switch e.Wait {
+		switch e.Contender.Wait {
 		case waitPredecessor, waitOther:
 			class, head := "arrow-predecessor", "predecessor"
-			if e.Wait == waitOther {
+			if e.Contender.Wait == waitOther {
 				class, head = "arrow-other", "other"
 			}
-			title := show(e.Name) + " watches " + show(e.WatchedName)
-			j, ok := at[e.Watched]
+			title := show(e.Contender.Name) + " watches " + show(e.WatchedName)
+			j, ok := at[e.Contender.Watched]
 			if !ok {
 				// Off this page: point to the left edge of the row.
 				d.Arrows = append(d.Arrows, diagramArrow{D: fmt.Sprintf("M %d %d H %d", b.X, b.Y+b.H/2, b.X-gapX+4), Class: class, Head: head, Title: title + " (on an earlier page)"})
@@ -113,7 +113,7 @@ func layoutQueue(entries []entryView, first, total int) *lockDiagram {
 			lane := b.X + b.W + gapX/2
 			d.Arrows = append(d.Arrows, diagramArrow{
 				D:     fmt.Sprintf("M %d %d H %d V %d", b.X+b.W, b.Y+14, lane, d.Parent.Y+d.Parent.H+2),
-				Class: "arrow-parent", Head: "parent", Title: show(e.Name) + " watches every child of the parent"})
+				Class: "arrow-parent", Head: "parent", Title: show(e.Contender.Name) + " watches every child of the parent"})
 		}
 	}
 	return d

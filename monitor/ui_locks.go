@@ -36,14 +36,14 @@ var _ = addPanel(panel{
 {{define "arrowheads"}}<marker id="{{.}}-predecessor" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path class="head-predecessor" d="M 0 0 L 10 5 L 0 10 z"></path></marker>
 <marker id="{{.}}-other" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path class="head-other" d="M 0 0 L 10 5 L 0 10 z"></path></marker>
 <marker id="{{.}}-parent" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path class="head-parent" d="M 0 0 L 10 5 L 0 10 z"></path></marker>{{end}}
-{{define "contender"}}{{$x := .X}}{{$y := .Y}}{{with .Entry}}<a href="{{treeURL .Path}}"><g class="contender" data-session="{{sid .Session}}" data-wait="{{.WaitClass}}">
-<title>{{show .Name}}{{if .Label}} ({{.Label}}){{end}}: {{.RoleText}}, session {{sid .Session}}, {{.ConnText}}; waits on {{.WaitText}} {{show .WatchedName}}</title>
-<rect class="box {{.BoxClass}}" x="{{$x}}" y="{{$y}}" width="216" height="98" rx="5"></rect>
-<text class="role" x="{{add $x 10}}" y="{{add $y 18}}">#{{.Index}} {{.RoleText}}{{if and .Index (eq .WaitClass "none")}}<tspan class="nowatch"> · {{.WaitText}}</tspan>{{end}}</text>
-<text class="label" x="{{add $x 10}}" y="{{add $y 39}}">{{if .Label}}{{fitLabel .Label}}{{else}}(its data names no one){{end}}</text>
-<text class="name" x="{{add $x 10}}" y="{{add $y 57}}">{{fitNodeName (show .Name)}}</text>
-<text class="conn {{.BoxClass}}" x="{{add $x 10}}" y="{{add $y 74}}">{{.BoxConn}}</text>
-<text class="left" x="{{add $x 10}}" y="{{add $y 91}}">{{if .Expires.IsZero}}session {{sid .Session}}{{else}}expires in <tspan class="countdown" data-deadline="{{ms .Expires}}">{{dur .Left}}</tspan>{{end}}</text>
+{{define "contender"}}{{$x := .X}}{{$y := .Y}}{{with .Entry}}<a href="{{treeURL .Path}}"><g class="contender" transform="translate({{$x}} {{$y}})" data-session="{{sid .Contender.Session}}" data-wait="{{.WaitClass}}">
+<title>{{.Title}}</title>
+<rect class="box {{.BoxClass}}" width="216" height="98" rx="5"></rect>
+<text class="role" x="10" y="18">#{{.Index}} {{.RoleText}}{{if and .Index (eq .WaitClass "none")}}<tspan class="nowatch"> · {{.WaitText}}</tspan>{{end}}</text>
+<text class="label" x="10" y="39">{{if .Label}}{{fitLabel .Label}}{{else}}(its data names no one){{end}}</text>
+<text class="name" x="10" y="57">{{fitNodeName (show .Contender.Name)}}</text>
+<text class="conn {{.BoxClass}}" x="10" y="74">{{.BoxConn}}</text>
+<text class="left" x="10" y="91">{{if .Contender.Expires.IsZero}}session {{sid .Contender.Session}}{{else}}expires in <tspan class="countdown" data-deadline="{{ms .Contender.Expires}}">{{dur .Left}}</tspan>{{end}}</text>
 </g></a>{{end}}{{end}}
 {{define "locks"}}{{template "silent" .Silent}}{{if not .Rows.Items}}<p class="note">No queue: no parent has ephemeral sequential children.</p>{{end}}
 {{with .Rows}}{{if gt .Pages 1}}<p class="pager">Queues {{template "pager" .}}</p>{{end}}{{end}}
@@ -59,11 +59,11 @@ var _ = addPanel(panel{
 {{end}}{{end}}</svg>
 <details class="queue-table"><summary>As a table</summary>
 <table class="list queue"><tr><th>#</th><th>node</th><th>name</th><th>session</th><th>via</th><th>role</th><th>waits on</th></tr>
-{{range .Entries}}<tr class="{{if .Index}}waiter{{else}}holder{{end}}" data-session="{{sid .Session}}">
-<td>{{.Index}}</td><td><a href="{{treeURL .Path}}">{{show .Name}}</a></td><td>{{.Label}}</td>
-<td><a href="{{sessionURL .Session}}">{{sid .Session}}</a></td><td>{{.ConnText}}</td>
+{{range .Entries}}<tr class="{{if .Index}}waiter{{else}}holder{{end}}" data-session="{{sid .Contender.Session}}">
+<td>{{.Index}}</td><td><a href="{{treeURL .Path}}">{{show .Contender.Name}}</a></td><td>{{.Label}}</td>
+<td><a href="{{sessionURL .Contender.Session}}">{{sid .Contender.Session}}</a></td><td>{{.ConnText}}</td>
 <td>{{.RoleText}}</td>
-<td class="wait-{{.WaitClass}}">{{.WaitText}}{{if .Watched}} <a href="{{treeURL .Watched}}">{{show .WatchedName}}</a>{{end}}</td></tr>
+<td class="wait-{{.WaitClass}}">{{.WaitText}}{{if .Contender.Watched}} <a href="{{treeURL .Contender.Watched}}">{{show .WatchedName}}</a>{{end}}</td></tr>
 {{end}}</table></details></section>
 {{end}}{{end}}`,
 })
@@ -89,7 +89,11 @@ type queueView struct {
 
 // entryView is a contender with what the page says of it.
 type entryView struct {
-	queueEntry
+	// Contender is the entry as the queue derives it, a named field
+	// rather than embedded: html/template looks a promoted field up
+	// through reflect's FieldByName, which allocates on every access, and
+	// a queue of fifty read a dozen of them per box.
+	Contender   queueEntry
 	Index       int
 	Path        string
 	Label       string // its name from its node's data; "" for none
@@ -101,6 +105,10 @@ type entryView struct {
 	BoxConn     string // the same, short, for its box
 	BoxClass    string
 	Left        time.Duration // before its session expires, at the snapshot
+	// Title is its box's tooltip: all of the above in one line, made
+	// here rather than by the template, where each value would cost a
+	// reflective call of html/template's escaper.
+	Title string
 }
 
 func locksData(q *uiRequest) (any, error) {
@@ -124,7 +132,7 @@ func (q *uiRequest) queueView(lq lockQueue, paged bool) queueView {
 	qv := queueView{Parent: lq.Parent, Herd: lq.Herd, Total: len(lq.Entries), Election: isElection(lq)}
 	views := make([]entryView, len(lq.Entries))
 	for i, e := range lq.Entries {
-		views[i] = entryView{queueEntry: e, Index: i, Path: joinPath(lq.Parent, e.Name)}
+		views[i] = entryView{Contender: e, Index: i, Path: joinPath(lq.Parent, e.Name)}
 	}
 	n := 0
 	if paged {
@@ -151,7 +159,7 @@ func (q *uiRequest) queueView(lq lockQueue, paged bool) queueView {
 // describe fills in what the page says of a contender: its name from its
 // node's data, its role, how it waits, its connection.
 func (q *uiRequest) describe(ev *entryView, lq lockQueue, election bool) {
-	e := ev.queueEntry
+	e := ev.Contender
 	if data, ok := q.nodeData(ev.Path); ok {
 		ev.Label = contenderLabel(data)
 	}
@@ -190,6 +198,12 @@ func (q *uiRequest) describe(ev *entryView, lq lockQueue, election bool) {
 	} else {
 		ev.BoxClass += " waiter"
 	}
+	label := ""
+	if ev.Label != "" {
+		label = " (" + ev.Label + ")"
+	}
+	ev.Title = show(e.Name) + label + ": " + ev.RoleText + ", session 0x" + strconv.FormatInt(e.Session, 16) + ", " +
+		ev.ConnText + "; waits on " + ev.WaitText + " " + show(ev.WatchedName)
 }
 
 // isElection tells an election's queue from a lock's by the names the
