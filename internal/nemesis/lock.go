@@ -30,7 +30,11 @@ type lockWorkload struct {
 	acked        int // increments known to have landed
 	unknown      int // increments whose outcome stayed unknown
 	conflicts    []string
-	errs         []string
+	// excused are conflicts met in a hold whose session ended under it:
+	// the lock passed on with the session, so the fence doing its job
+	// there is no fault.
+	excused []string
+	errs    []string
 }
 
 // hold is one critical section: from acquire returning to release
@@ -60,6 +64,8 @@ type lockClient struct {
 	s      *zkSession
 	prefix string
 	w      *lockWorkload
+	// conflicts met in the current hold (conflict).
+	conflicts []string
 }
 
 // maxLockRounds bounds every loop of one acquire, increment or release.
@@ -73,10 +79,10 @@ func (w *lockWorkload) fail(format string, args ...any) {
 	}
 }
 
-func (w *lockWorkload) conflict(format string, args ...any) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.conflicts = append(w.conflicts, fmt.Sprintf(format, args...))
+// conflict notes a fence conflict met in the current hold; run counts it
+// once it knows whether the hold's session lived through it.
+func (lc *lockClient) conflict(format string, args ...any) {
+	lc.conflicts = append(lc.conflicts, fmt.Sprintf(format, args...))
 }
 
 // run takes the lock again and again until ctx ends.
@@ -95,6 +101,12 @@ func (w *lockWorkload) run(ctx context.Context, id int, s *zkSession) {
 		h.exit = time.Now()
 		h.lost = s.conn.SessionID() != h.session
 		w.mu.Lock()
+		if h.lost {
+			w.excused = append(w.excused, lc.conflicts...)
+		} else {
+			w.conflicts = append(w.conflicts, lc.conflicts...)
+		}
+		lc.conflicts = nil
 		w.holds = append(w.holds, h)
 		w.acquisitions++
 		w.mu.Unlock()
@@ -245,7 +257,7 @@ func (lc *lockClient) increment(ctx context.Context) {
 				w.mu.Unlock()
 				return
 			default:
-				w.conflict("client %d: fence moved under the lock: wrote %d at version %d (answer lost), then read %d at version %d",
+				lc.conflict("client %d: fence moved under the lock: wrote %d at version %d (answer lost), then read %d at version %d",
 					lc.id, lost[0]+1, lost[1], value, version)
 				w.mu.Lock()
 				w.unknown++ // whether that write landed is still unknown
@@ -264,7 +276,7 @@ func (lc *lockClient) increment(ctx context.Context) {
 			w.mu.Unlock()
 			return
 		case errors.Is(err, zk.ErrBadVersion):
-			w.conflict("client %d: fenced write refused: %d at version %d (two holders, or a stale write landed late)",
+			lc.conflict("client %d: fenced write refused: %d at version %d (two holders, or a stale write landed late)",
 				lc.id, value+1, version)
 			return
 		case refused(err):

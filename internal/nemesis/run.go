@@ -380,6 +380,9 @@ func (r *runner) checkLock(ctx context.Context) {
 	rep.AckedLost += max(0, w.acked-value)
 	rep.Details = append(rep.Details, first(doubles, 5)...)
 	rep.Details = append(rep.Details, first(w.conflicts, 5)...)
+	for _, c := range first(w.excused, 5) {
+		rep.Details = append(rep.Details, c+" (allowed: its session ended under the lock)")
+	}
 	rep.WorkloadErrors = append(rep.WorkloadErrors, w.errs...)
 }
 
