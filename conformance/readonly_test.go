@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchzk/hutch/internal/docblock"
 	"github.com/hutchzk/hutch/internal/realzk"
 	"github.com/hutchzk/hutch/wire"
 )
@@ -299,16 +300,7 @@ func TestReadOnlyModeSideBySide(t *testing.T) {
 // with "```text <tag>".
 func operationsBlock(tb testing.TB, tag string) string {
 	tb.Helper()
-	md, err := os.ReadFile("../docs/operations.md")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	start := strings.Index(string(md), "```text "+tag+"\n")
-	if start < 0 {
-		tb.Fatalf("docs/operations.md has no ```text %s block", tag)
-	}
-	rest := string(md[start+len("```text "+tag+"\n"):])
-	return rest[:strings.Index(rest, "```")]
+	return docblock.Text(tb, "../docs/operations.md", tag)
 }
 
 // TestReadOnlyDocExample runs docs/operations.md's read-only example as

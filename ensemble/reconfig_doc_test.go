@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchzk/hutch/internal/docblock"
 	"github.com/hutchzk/hutch/internal/realzk"
 )
 
@@ -22,16 +23,7 @@ func docPorts(n int) [3]int { return [3]int{2180 + n, 2880 + n, 3880 + n} }
 // with "```text <tag>".
 func operationsBlock(tb testing.TB, tag string) string {
 	tb.Helper()
-	md, err := os.ReadFile("../docs/operations.md")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	start := strings.Index(string(md), "```text "+tag+"\n")
-	if start < 0 {
-		tb.Fatalf("docs/operations.md has no ```text %s block", tag)
-	}
-	rest := string(md[start+len("```text "+tag+"\n"):])
-	return rest[:strings.Index(rest, "```")]
+	return docblock.Text(tb, "../docs/operations.md", tag)
 }
 
 // TestReconfigDocExample runs docs/operations.md's reconfig example as
