@@ -145,19 +145,7 @@ func (c *durableCluster) dataDir(i int) string { return c.cfgs[i].Raft.DataDir }
 func dialAll(tb testing.TB, addrs []string, timeout time.Duration) (*zk.Conn, <-chan zk.Event) {
 	tb.Helper()
 	c, events, err := zk.Connect(addrs, timeout, zk.WithLogger(discardLogger{}), zk.WithHostProvider(&presetHosts{order: addrs}))
-	if err != nil {
-		tb.Fatalf("connect: %v", err)
-	}
-	tb.Cleanup(c.Close)
-	deadline := time.After(30 * time.Second)
-	for c.State() != zk.StateHasSession {
-		select {
-		case <-events:
-		case <-deadline:
-			tb.Fatalf("no session with %v after 30s (state %v)", addrs, c.State())
-		}
-	}
-	return c, events
+	return awaitSession(tb, c, events, err, addrs)
 }
 
 // turnsAway reports whether the client port at addr refuses connections

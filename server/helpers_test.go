@@ -54,6 +54,14 @@ func dialVia(tb testing.TB, addr string, timeout time.Duration, dialer zk.Dialer
 	} else {
 		c, events, err = zk.Connect([]string{addr}, timeout, zk.WithLogger(discardLogger{}))
 	}
+	return awaitSession(tb, c, events, err, addr)
+}
+
+// awaitSession takes what zk.Connect returned for servers, fails tb on
+// its error, closes the connection when the test ends and waits up to 30s
+// until it has its session.
+func awaitSession(tb testing.TB, c *zk.Conn, events <-chan zk.Event, err error, servers any) (*zk.Conn, <-chan zk.Event) {
+	tb.Helper()
 	if err != nil {
 		tb.Fatalf("connect: %v", err)
 	}
@@ -63,7 +71,7 @@ func dialVia(tb testing.TB, addr string, timeout time.Duration, dialer zk.Dialer
 		select {
 		case <-events:
 		case <-deadline:
-			tb.Fatalf("no session with %s after 30s (state %v)", addr, c.State())
+			tb.Fatalf("no session with %v after 30s (state %v)", servers, c.State())
 		}
 	}
 	return c, events
