@@ -471,12 +471,19 @@ func tearSeglog(t *testing.T, dir string, how int) {
 	defer f.Close()
 	var tail []byte
 	switch how % 3 {
-	case 0: // a record cut part-way: its length promises more than follows
-		tail = []byte{0, 0, 1, 0, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3}
+	case 0: // a record cut part-way: its length promises more than
+		// follows, its sectors after the first lost
+		body := (end+8)/512*512 + 4096 - (end + 8)
+		tail = binary.BigEndian.AppendUint32(nil, uint32(body))
+		tail = append(tail, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3)
 	case 1: // the file grew but the data never came: zeros
 		tail = make([]byte, 8192)
-	case 2: // a record whole in length but not in content: bad checksum, then zeros
-		tail = append([]byte{0, 0, 0, 40, 1, 2, 3, 4}, make([]byte, 40+512)...)
+	case 2: // a record whose header reached the disk but whose later
+		// sectors did not: its body reads as zeros from a sector boundary
+		body := (end+8)/512*512 + 512 + 40 - (end + 8)
+		tail = binary.BigEndian.AppendUint32(nil, uint32(body))
+		tail = append(tail, 1, 2, 3, 4)
+		tail = append(tail, make([]byte, body+512)...)
 	}
 	if _, err := f.WriteAt(tail, int64(end)); err != nil {
 		t.Fatal(err)

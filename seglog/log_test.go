@@ -142,6 +142,7 @@ func TestLogTornTail(t *testing.T) {
 		damage  func(t *testing.T, path string, size int64)
 		last    uint64 // entries left, or 0 for a refusal
 		refused bool
+		big     bool // entry 20 spans several sectors
 	}{
 		{name: "last record cut short", last: 19,
 			damage: func(t *testing.T, path string, size int64) { truncate(t, path, size-3) }},
@@ -157,8 +158,41 @@ func TestLogTornTail(t *testing.T) {
 			damage: func(t *testing.T, path string, size int64) {
 				writeAt(t, path, size-encodedSize(entry(20, 1)), make([]byte, 64))
 			}},
-		{name: "a flipped byte in the last record", last: 19,
+		{name: "the last record's last sector lost", last: 19, big: true,
+			damage: func(t *testing.T, path string, size int64) {
+				lost := (size - 1) / sectorSize * sectorSize
+				writeAt(t, path, lost, make([]byte, size-lost))
+			}},
+		{name: "every sector of the last record but its first lost", last: 19, big: true,
+			damage: func(t *testing.T, path string, size int64) {
+				start := size - encodedSize(bigEntry(20, 1))
+				lost := (start/sectorSize + 1) * sectorSize
+				writeAt(t, path, lost, make([]byte, size-lost))
+			}},
+		// Rot in the last record is not a tear: cutting it could drop
+		// an entry this member acknowledged.
+		{name: "a flipped byte in the last record", refused: true,
 			damage: func(t *testing.T, path string, size int64) { flip(t, path, size-2) }},
+		{name: "a flipped byte in the last record's checksum", refused: true,
+			damage: func(t *testing.T, path string, size int64) { flip(t, path, size-encodedSize(entry(20, 1))+5) }},
+		{name: "the last record's length grown past the file", refused: true,
+			damage: func(t *testing.T, path string, size int64) {
+				truncate(t, path, size)
+				flipBy(t, path, size-encodedSize(entry(20, 1))+1, 0x10)
+			}},
+		{name: "the last record's length grown into the zeros", refused: true, big: true,
+			damage: func(t *testing.T, path string, size int64) {
+				flipBy(t, path, size-encodedSize(bigEntry(20, 1))+2, 0x20)
+			}},
+		{name: "the last record's length shrunk", refused: true,
+			damage: func(t *testing.T, path string, size int64) {
+				flipBy(t, path, size-encodedSize(entry(20, 1))+3, 0x08)
+			}},
+		{name: "a middle sector of the last record lost", refused: true, big: true,
+			damage: func(t *testing.T, path string, size int64) {
+				start := size - encodedSize(bigEntry(20, 1))
+				writeAt(t, path, (start/sectorSize+1)*sectorSize, make([]byte, sectorSize))
+			}},
 		{name: "a flipped byte before the last record", refused: true,
 			damage: func(t *testing.T, path string, size int64) { flip(t, path, size-encodedSize(entry(20, 1))-3) }},
 	}
@@ -168,8 +202,15 @@ func TestLogTornTail(t *testing.T) {
 			opts := Options{SegmentEntries: 10}
 			l := open(t, dir, opts)
 			store(t, l, 1, 10, 1)
-			for i := uint64(11); i <= 20; i++ {
+			for i := uint64(11); i < 20; i++ {
 				store(t, l, i, i, 1)
+			}
+			last := entry(20, 1)
+			if tc.big {
+				last = bigEntry(20, 1)
+			}
+			if err := l.StoreLogs([]*raft.Log{last}); err != nil {
+				t.Fatal(err)
 			}
 			files := l.Files()
 			end := l.segs[len(l.segs)-1].end // where the records end, zeros after
@@ -345,11 +386,24 @@ func writeAt(t *testing.T, path string, off int64, b []byte) {
 
 func flip(t *testing.T, path string, off int64) {
 	t.Helper()
+	flipBy(t, path, off, 0x40)
+}
+
+// bigEntry is an entry whose record spans several sectors and ends, as
+// every entry hutch writes does, in non-zero bytes (zkdb's checksum).
+func bigEntry(i, term uint64) *raft.Log {
+	e := entry(i, term)
+	e.Data = append(bytes.Repeat([]byte("x"), 3*sectorSize), e.Data...)
+	return e
+}
+
+func flipBy(t *testing.T, path string, off int64, by byte) {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[off] ^= 0x40
+	b[off] ^= by
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -22,10 +23,14 @@ import (
 // ahead of its records (preallocChunk at a time), so that an append does
 // not change the file's size and its fdatasync flushes data alone.
 // Nothing else is on disk but the stable store's file, so recovery is a
-// scan: the records end where zeros begin; a record that is short, fails
-// its CRC or breaks the sequence is a torn write if nothing but zeros
-// follows it, and corruption otherwise.
+// scan: the records end where zeros begin. A record that fails its check
+// is a torn write only if it has the shape a crash leaves (see tornRecord)
+// and nothing but zeros follows it; anything else is corruption.
 const (
+	// sectorSize is the unit a disk persists whole: a crash loses the
+	// sectors of a write not yet on disk (a killed process, whole pages,
+	// which are whole sectors too), never part of one.
+	sectorSize    = 512
 	segMagic      = "HUTCHSEG"
 	segVersion    = 1
 	segHeaderSize = 24
@@ -146,8 +151,8 @@ type scanResult struct {
 	// bad says why the scan stopped before the file's end; "" when it
 	// read to the end.
 	bad string
-	// tornOnly is set when everything from end on is a torn write: short,
-	// or followed by nothing but zeros.
+	// tornOnly is set when everything from end on is what a crash
+	// mid-append leaves, and nothing a record was ever acknowledged from.
 	tornOnly bool
 }
 
@@ -160,6 +165,7 @@ func scanSegment(data []byte, first uint64) scanResult {
 	for off < int64(len(data)) {
 		rest := data[off:]
 		if len(rest) < recHeaderSize {
+			// The file ends inside a header: its size was cut short.
 			res.bad, res.tornOnly = "short record header", true
 			break
 		}
@@ -171,23 +177,28 @@ func scanSegment(data []byte, first uint64) scanResult {
 			res.bad = "zero record length before other bytes"
 			break
 		}
-		if n > maxRecord || recHeaderSize+n > int64(len(rest)) {
-			// The length runs past the file: a write cut short, or a
-			// corrupt length; either way nothing valid can follow it
-			// that we could find, so it counts as torn only if no
-			// other bytes than zeros follow the header.
+		if recHeaderSize+n > int64(len(rest)) {
+			// The file ends inside the record: an append that grew the
+			// file cut short, unless the length itself rotted.
 			res.bad = "record runs past the end of the file"
-			res.tornOnly = recHeaderSize+n > int64(len(rest)) || allZero(rest[recHeaderSize:])
+			res.tornOnly = !lengthRotted(rest)
+			break
+		}
+		if n > maxRecord {
+			res.bad = fmt.Sprintf("record length %d is beyond any record written", n)
 			break
 		}
 		rec := rest[:recHeaderSize+n]
 		body, err := checkRecord(rec)
 		if err == nil && (len(body) < bodyFixed+1 || binary.BigEndian.Uint64(body) != next) {
-			err = fmt.Errorf("record holds index %d where %d was expected", indexOf(body), next)
+			// A record whose checksum holds was written whole: a crash
+			// cannot have made it, so it is not torn.
+			res.bad = fmt.Sprintf("record holds index %d where %d was expected", indexOf(body), next)
+			break
 		}
 		if err != nil {
 			res.bad = err.Error()
-			res.tornOnly = allZero(rest[len(rec):])
+			res.tornOnly = allZero(rest[len(rec):]) && tornRecord(data, off, off+int64(len(rec))) && !lengthRotted(rest)
 			break
 		}
 		res.offsets = append(res.offsets, off)
@@ -196,6 +207,55 @@ func scanSegment(data []byte, first uint64) scanResult {
 	}
 	res.end = off
 	return res
+}
+
+// tornRecord reports whether the record at data[start:end], which fails
+// its checksum, has the shape a crash leaves: the sectors at its end never
+// reached the disk, so it reads as zeros from a sector boundary within it
+// to its end. A byte that rotted after the record was stored leaves no
+// such shape (every record hutch writes ends in its entry's own CRC, not
+// in a run of zeros), so the member refuses to start rather than cut a
+// record it may have acknowledged. A crash that persisted a record's later
+// sectors before an earlier one is refused too, as ZooKeeper refuses a log
+// whose CRC fails.
+func tornRecord(data []byte, start, end int64) bool {
+	lastSet := end - 1
+	for lastSet > start && data[lastSet] == 0 {
+		lastSet--
+	}
+	lost := (lastSet + 1 + sectorSize - 1) / sectorSize * sectorSize // the first sector boundary in the zeros
+	return lost > start && lost < end
+}
+
+// lengthRotted reports whether the record header at the start of rest
+// holds a length that differs from the one written in a single byte: the
+// stored checksum matches a body of a length that differs from the header's
+// in one byte. A torn record keeps its true length, so this tells a rotted
+// length (which would otherwise look like a record the file cut short)
+// from a tear. The chance that a tear matches by accident is 1,020 in 2^32.
+func lengthRotted(rest []byte) bool {
+	n := binary.BigEndian.Uint32(rest)
+	want := binary.BigEndian.Uint32(rest[4:])
+	avail := len(rest) - recHeaderSize
+	var lengths []int
+	for shift := 0; shift < 32; shift += 8 {
+		for v := uint32(1); v < 256; v++ {
+			if m := int(n ^ v<<shift); m > bodyFixed && m <= avail {
+				lengths = append(lengths, m)
+			}
+		}
+	}
+	slices.Sort(lengths)
+	body := rest[recHeaderSize:]
+	crc, done := uint32(0), 0
+	for _, m := range lengths {
+		crc = crc32.Update(crc, castagnoli, body[done:m])
+		done = m
+		if crc == want {
+			return true
+		}
+	}
+	return false
 }
 
 func indexOf(body []byte) uint64 {

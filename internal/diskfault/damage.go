@@ -65,19 +65,24 @@ func FlipByte(dataDir string, rng *rand.Rand) (string, error) {
 	return fmt.Sprintf("byte %d of %s (%d written)", off, path, end), nil
 }
 
-// TearTail zeroes the last few bytes written to the newest log file of
-// dataDir, as a write cut off by a crash leaves them, and says where.
-func TearTail(dataDir string, rng *rand.Rand) (string, error) {
+// TearTail zeroes the newest log file of dataDir from the last sector
+// boundary before the end of what was written, as a crash leaves a write
+// whose last sector never reached the disk (a disk persists whole 512-byte
+// sectors), and says where. It takes a rng, unused, to share FlipByte's type.
+func TearTail(dataDir string, _ *rand.Rand) (string, error) {
 	path, _, end, err := newestLog(dataDir)
 	if err != nil {
 		return "", err
 	}
-	n := 1 + rng.IntN(min(64, end-64))
-	if err := writeBack(path, make([]byte, n), int64(end-n)); err != nil {
+	lost := max(64, (end-1)/sectorSize*sectorSize)
+	if err := writeBack(path, make([]byte, end-lost), int64(lost)); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("the last %d of %d bytes written to %s zeroed", n, end, path), nil
+	return fmt.Sprintf("bytes %d to %d written to %s zeroed", lost, end, path), nil
 }
+
+// sectorSize is the unit a disk writes whole.
+const sectorSize = 512
 
 func writeBack(path string, b []byte, off int64) error {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
