@@ -121,6 +121,7 @@ func (q *uiRequest) startReplay() error {
 	}
 	p := &replayPoint{Scope: q.param("rpath"), hist: h}
 	w := q.m.replayWindow()
+	q.window = w
 	p.Oldest = w.oldest
 	steps := w.steps(p.Scope)
 	p.Steps = len(steps)
@@ -185,11 +186,18 @@ type replayState struct {
 // replayBase is the shared snapshot's sessions, by id, and watches, as a
 // replay starts from them: made once per snapshot for every replay.
 type replayBase struct {
-	sessions []Session // by id
-	ids      []int64   // the same ids
-	index    map[int64]int
-	withEph  []int               // the sessions that own ephemerals
+	sessions []Session // the snapshot's own, never changed
+	byID     *sessionsByID
+	withEph  []int32             // the sessions that own ephemerals, by position, in id order
 	watches  map[watchKey]string // mode by entry
+}
+
+// lookup is the snapshot's session id; false if it had none.
+func (b *replayBase) lookup(id int64) (*Session, bool) {
+	if i, ok := b.byID.find(id); ok {
+		return &b.sessions[i], true
+	}
+	return nil, false
 }
 
 // replaySession is a session the undo changed.
@@ -212,11 +220,12 @@ type replayNode struct {
 }
 
 // state builds the replayed state with the tree under root ("" for none),
-// once per shared snapshot.
+// once per shared snapshot for every point that undoes the same events
+// (stateKey).
 func (q *uiRequest) state(root string) *replayState {
 	p := q.replay
-	key := fmt.Sprintf("replay %d %q %q", p.boundary, root, p.Scope)
-	return derive(q.memo, key, func() *replayState {
+	w := q.window
+	return derive(q.memo, q.stateKey(root), func() *replayState {
 		st := &replayState{base: q.replayBase(), touched: map[int64]*replaySession{}, watchDiff: map[watchKey]string{},
 			root: root, nodes: map[string]*replayNode{}, known: map[string][]byte{}, silent: map[uint64]bool{}}
 		for _, a := range q.v.ens.Silent() {
@@ -228,9 +237,8 @@ func (q *uiRequest) state(root string) *replayState {
 		// What the replay undoes, from the window read once for every
 		// viewer: a busy server's setData on nodes it does not show are
 		// most of it, and left out.
-		w := q.m.replayWindow()
 		events := w.after(p.boundary, root)
-		early := derive(q.memo, "replay: watch sets, attaches, session creations", func() []trace.Event {
+		early := derive(q.memo, fmt.Sprintf("replay %d: watch sets, attaches, session creations", w.last), func() []trace.Event {
 			var out []trace.Event
 			for _, e := range w.undo {
 				if e.Kind == trace.WatchSet || e.Kind == trace.SessionAttached || e.Op == "createSession" {
@@ -245,17 +253,29 @@ func (q *uiRequest) state(root string) *replayState {
 	})
 }
 
+// stateKey names the replayed state with the tree under root: what it
+// undoes, which is the window's events after the replay's boundary that
+// matter to it (window.after), and, in a view of the whole ensemble, the
+// other members' watch events after its zxid. Points between the same two
+// such events replay to the same state: on a busy server whose writes are
+// mostly to nodes the view does not track, viewers at different points
+// share one state, and what panels derive and draw from it.
+func (q *uiRequest) stateKey(root string) string {
+	p, w := q.replay, q.window
+	key := fmt.Sprintf("replay %d: undo from %d, tree %q from %d", w.last, w.undoAfter(p.boundary), root, w.treeAfter(root, p.boundary))
+	if q.v.ens != nil {
+		key += fmt.Sprintf(", members' watches after zxid %d", p.Txn.Zxid)
+	}
+	return key
+}
+
 // replayBase is the shared snapshot's sessions and watches as replays
 // start from them, made once per snapshot.
 func (q *uiRequest) replayBase() *replayBase {
 	return derive(q.memo, "replay base", func() *replayBase {
-		b := &replayBase{sessions: slices.Clone(q.v.Sessions), watches: make(map[watchKey]string, len(q.v.Watches))}
-		slices.SortFunc(b.sessions, func(x, y Session) int { return cmp.Compare(x.ID, y.ID) })
-		b.index = make(map[int64]int, len(b.sessions))
-		b.ids = make([]int64, len(b.sessions))
-		for i, s := range b.sessions {
-			b.index[s.ID], b.ids[i] = i, s.ID
-			if len(s.Ephemerals) > 0 {
+		b := &replayBase{sessions: q.v.Sessions, byID: q.sessionsByID(), watches: make(map[watchKey]string, len(q.v.Watches))}
+		for _, i := range b.byID.at {
+			if len(b.sessions[i].Ephemerals) > 0 {
 				b.withEph = append(b.withEph, i)
 			}
 		}
@@ -279,9 +299,8 @@ func (st *replayState) session(id int64, create bool) *replaySession {
 		}
 		return rs
 	}
-	if i, ok := st.base.index[id]; ok {
-		s := st.base.sessions[i]
-		rs := &replaySession{s: s, eph: make(map[string]bool, len(s.Ephemerals))}
+	if s, ok := st.base.lookup(id); ok {
+		rs := &replaySession{s: *s, eph: make(map[string]bool, len(s.Ephemerals))}
 		for _, e := range s.Ephemerals {
 			rs.eph[e] = true
 		}
@@ -302,7 +321,7 @@ func (st *replayState) exists(id int64) bool {
 	if rs, ok := st.touched[id]; ok {
 		return rs != nil
 	}
-	_, ok := st.base.index[id]
+	_, ok := st.base.lookup(id)
 	return ok
 }
 
@@ -598,8 +617,8 @@ func (st *replayState) get(id int64) (Session, bool) {
 		slices.Sort(s.Ephemerals)
 		return st.replayed(s), true
 	}
-	if i, ok := st.base.index[id]; ok {
-		return st.replayed(st.base.sessions[i]), true
+	if s, ok := st.base.lookup(id); ok {
+		return st.replayed(*s), true
 	}
 	return Session{}, false
 }
@@ -610,20 +629,20 @@ func (st *replayState) IDs() []int64 {
 	st.idsOnce.Do(func() {
 		changed := false
 		for id, rs := range st.touched {
-			_, inBase := st.base.index[id]
+			_, inBase := st.base.lookup(id)
 			changed = changed || (rs == nil) == inBase
 		}
 		if !changed {
-			st.ids = st.base.ids
+			st.ids = st.base.byID.ids
 			return
 		}
-		for _, id := range st.base.ids {
+		for _, id := range st.base.byID.ids {
 			if rs, ok := st.touched[id]; !ok || rs != nil {
 				st.ids = append(st.ids, id)
 			}
 		}
 		for id, rs := range st.touched {
-			if _, inBase := st.base.index[id]; rs != nil && !inBase {
+			if _, inBase := st.base.lookup(id); rs != nil && !inBase {
 				st.ids = append(st.ids, id)
 			}
 		}
@@ -661,8 +680,8 @@ func (st *replayState) Watches() []Watch {
 		w := Watch{Path: k.path, Session: k.session, Watcher: k.session, Child: k.child, Mode: mode}
 		if rs := st.touched[k.session]; rs != nil {
 			w.Member = rs.s.Node
-		} else if i, ok := st.base.index[k.session]; ok {
-			w.Member = st.base.sessions[i].Node
+		} else if s, ok := st.base.lookup(k.session); ok {
+			w.Member = s.Node
 		}
 		out = append(out, w)
 	}

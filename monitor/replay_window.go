@@ -123,19 +123,35 @@ func (w *replayWindow) tree(root string) []trace.Event {
 	return t
 }
 
+// firstAfter is the index in list (in Seq order) of its first event after
+// boundary.
+func firstAfter(list []trace.Event, boundary uint64) int {
+	i, _ := slices.BinarySearchFunc(list, boundary+1, func(e trace.Event, s uint64) int { return cmp.Compare(e.Seq, s) })
+	return i
+}
+
+// undoAfter and treeAfter say where the events a replay undoes after
+// boundary start in the undo list and in the transactions under root (0
+// for no root): two boundaries with the same undo the same events.
+func (w *replayWindow) undoAfter(boundary uint64) int { return firstAfter(w.undo, boundary) }
+
+func (w *replayWindow) treeAfter(root string, boundary uint64) int {
+	if root == "" {
+		return 0
+	}
+	return firstAfter(w.tree(root), boundary)
+}
+
 // after are the events a replay with the tree under root undoes after
 // boundary, in order: the window's undo list, and the transactions under
 // root.
 func (w *replayWindow) after(boundary uint64, root string) []trace.Event {
-	from := func(list []trace.Event) []trace.Event {
-		i, _ := slices.BinarySearchFunc(list, boundary+1, func(e trace.Event, s uint64) int { return cmp.Compare(e.Seq, s) })
-		return list[i:]
-	}
-	undo := from(w.undo)
+	undo := w.undo[w.undoAfter(boundary):]
 	if root == "" {
 		return undo
 	}
-	tree := from(w.tree(root))
+	tree := w.tree(root)
+	tree = tree[firstAfter(tree, boundary):]
 	out := make([]trace.Event, 0, len(undo)+len(tree))
 	i, j := 0, 0
 	for i < len(undo) || j < len(tree) {

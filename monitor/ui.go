@@ -201,8 +201,10 @@ type uiRequest struct {
 	m    *Monitor
 	self uint64 // this node's id (0 for a single node)
 	// replay is the point of the trace's history the view is replayed
-	// at (?at=), nil for the live view.
+	// at (?at=), nil for the live view; window is the trace's window it
+	// read, the same for the whole request.
 	replay *replayPoint
+	window *replayWindow
 	// diagrams counts the pictures drawn, to name each one's parts.
 	diagrams int
 }
@@ -246,10 +248,11 @@ func (q *uiRequest) watches() []Watch {
 	return q.v.Watches
 }
 
-// memoKey is key, told apart for a replay.
+// memoKey is key, told apart for a replay by its state's (that of the
+// sessions and watches: the tree is not tracked).
 func (q *uiRequest) memoKey(key string) string {
 	if q.replay != nil {
-		return fmt.Sprintf("%s at %d %q", key, q.replay.boundary, q.replay.Scope)
+		return key + " at " + q.stateKey("")
 	}
 	return key
 }

@@ -1,6 +1,9 @@
 package monitor
 
 import (
+	"cmp"
+	"fmt"
+	"html/template"
 	"net/url"
 	"strconv"
 	"strings"
@@ -47,7 +50,8 @@ var _ = addPanel(panel{
 </g></a>{{end}}{{end}}
 {{define "locks"}}{{template "silent" .Silent}}{{if not .Rows.Items}}<p class="note">No queue: no parent has ephemeral sequential children.</p>{{end}}
 {{with .Rows}}{{if gt .Pages 1}}<p class="pager">Queues {{template "pager" .}}</p>{{end}}{{end}}
-{{range .Rows.Items}}<section class="queue" data-parent="{{show .Parent}}">
+{{range .Rows.Items}}{{.}}{{end}}{{end}}
+{{define "locks.queue"}}<section class="queue" data-parent="{{show .Parent}}">
 <h2><a href="{{treeURL .Parent}}">{{show .Parent}}</a> <span class="count">{{if .Election}}election: {{end}}{{.Total}} in line</span>{{if .Herd}} <span class="herd">herd: {{.Herd}} waiting on more than their predecessor</span>{{end}}</h2>
 {{with .Contenders}}{{if gt .Pages 1}}<p class="pager">Contenders {{template "pager" .}}</p>{{end}}{{end}}
 {{if .More}}<p class="note">Contenders 1–{{len .Entries}} of {{.Total}}: <a href="{{.All}}">the whole queue, a page at a time</a>.</p>{{end}}
@@ -65,14 +69,15 @@ var _ = addPanel(panel{
 <td>{{.RoleText}}</td>
 <td class="wait-{{.WaitClass}}">{{.WaitText}}{{if .Contender.Watched}} <a href="{{treeURL .Contender.Watched}}">{{show .WatchedName}}</a>{{end}}</td></tr>
 {{end}}</table></details></section>
-{{end}}{{end}}`,
+{{end}}`,
 })
 
 type locksView struct {
 	Prefix string
 	Parent string // the one queue shown, paged; "" for all
 	Silent []memberAnswer
-	Rows   listPage[queueView]
+	// Rows are the queues shown, each drawn by the template locks.queue.
+	Rows listPage[template.HTML]
 }
 
 type queueView struct {
@@ -120,25 +125,59 @@ func locksData(q *uiRequest) (any, error) {
 			keep = append(keep, lq)
 		}
 	}
-	lv.Rows = mapPage(pageOf(keep, pageNumber(q), queuesPerPage, pageLink(q)), func(lq lockQueue) queueView {
-		return q.queueView(lq, lv.Parent != "")
+	var err error
+	lv.Rows = mapPage(pageOf(keep, pageNumber(q), queuesPerPage, pageLink(q)), func(lq lockQueue) template.HTML {
+		drawn, e := q.drawQueue(lq, lv.Parent != "")
+		err = cmp.Or(err, e)
+		return drawn
 	})
-	return lv, nil
+	return lv, err
+}
+
+// drawQueue draws one queue (locks.queue), once per shared snapshot (and,
+// in a replay, per replayed state) for every viewer: a queue of fifty is
+// most of what a page of the locks panel costs, and nothing in it depends
+// on who asks. It is html/template's output, escaped as the page would
+// have escaped it in place.
+func (q *uiRequest) drawQueue(lq lockQueue, paged bool) (template.HTML, error) {
+	cpage := ""
+	if paged {
+		cpage = q.param("cpage")
+	}
+	n := q.diagrams
+	q.diagrams++
+	key := q.memoKey(fmt.Sprintf("queue %q drawn as diagram %d, paged %v, page %q", lq.Parent, n, paged, cpage))
+	type drawn struct {
+		html template.HTML
+		err  error
+	}
+	d := derive(q.memo, key, func() drawn {
+		t, err := templates()
+		if err != nil {
+			return drawn{err: err}
+		}
+		var b strings.Builder
+		if err := t.ExecuteTemplate(&b, "locks.queue", q.queueView(lq, paged, n)); err != nil {
+			return drawn{err: err}
+		}
+		return drawn{html: template.HTML(b.String())}
+	})
+	return d.html, d.err
 }
 
 // queueView shows one queue: with paged, a page of it (?cpage=), else its
-// first page with a link to the rest.
-func (q *uiRequest) queueView(lq lockQueue, paged bool) queueView {
+// first page with a link to the rest; its diagram is the page's n-th.
+func (q *uiRequest) queueView(lq lockQueue, paged bool, n int) queueView {
 	qv := queueView{Parent: lq.Parent, Herd: lq.Herd, Total: len(lq.Entries), Election: isElection(lq)}
 	views := make([]entryView, len(lq.Entries))
 	for i, e := range lq.Entries {
 		views[i] = entryView{Contender: e, Index: i, Path: joinPath(lq.Parent, e.Name)}
 	}
-	n := 0
+	cpage := 0
 	if paged {
-		n, _ = strconv.Atoi(q.param("cpage"))
+		cpage, _ = strconv.Atoi(q.param("cpage"))
 	}
-	page := pageOf(views, max(n, 0), contendersPerPage, func(n int) string {
+	page := pageOf(views, max(cpage, 0), contendersPerPage, func(n int) string {
 		return "/ui/locks?" + url.Values{"parent": {lq.Parent}, "cpage": {strconv.Itoa(n)}}.Encode()
 	})
 	for i := range page.Items {
@@ -151,8 +190,7 @@ func (q *uiRequest) queueView(lq lockQueue, paged bool) queueView {
 		qv.More, qv.All = true, "/ui/locks?"+url.Values{"parent": {lq.Parent}}.Encode()
 	}
 	qv.Diagram = layoutQueue(qv.Entries, page.FirstRow-1, len(views))
-	qv.Diagram.ID = "q" + strconv.Itoa(q.diagrams)
-	q.diagrams++
+	qv.Diagram.ID = "q" + strconv.Itoa(n)
 	return qv
 }
 

@@ -3,6 +3,8 @@ package monitor
 import (
 	"cmp"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hutchzk/hutch/trace"
@@ -35,11 +37,11 @@ var _ = addPanel(panel{
 <h2>Session {{sid .ID}}</h2>{{if .Gone}}{{with .Ended}}{{template "session.ended" .}}{{else}}<p class="warn">No open session {{sid .ID}}: it expired or was closed, longer ago than the view remembers.</p>{{end}}{{else}}
 <table class="kv">
 <tr><th>client</th><td>{{if .Remote}}{{.Remote}}{{else}}—{{end}}</td></tr>
-<tr><th>connected via</th><td>{{template "session.node" .}}</td></tr>
-<tr><th>timeout</th><td>{{dur .Timeout}}</td></tr>
+<tr><th>connected via</th><td>{{.Via}}</td></tr>
+<tr><th>timeout</th><td>{{.Timeout}}</td></tr>
 <tr><th>last heard</th><td>{{template "session.heard" .}}</td></tr>
 <tr><th>expires in</th><td>{{template "session.left" .}}</td></tr>
-<tr><th>auth</th><td>{{range .Auth}}{{show .}} {{else}}—{{end}}</td></tr>
+<tr><th>auth</th><td>{{with .Auth}}{{.}}{{else}}—{{end}}</td></tr>
 </table>
 <h3>Ephemerals ({{len .Ephemerals}})</h3>
 <ul>{{range .Ephemerals}}<li><a href="{{treeURL .}}">{{show .}}</a></li>{{end}}</ul>
@@ -50,10 +52,10 @@ var _ = addPanel(panel{
 </section>{{else}}{{with .Rows}}
 <p class="pager">Sessions {{template "pager" .}}</p>
 <table class="list sessions"><tr><th>session</th><th>client</th><th>via</th><th>timeout</th><th>last heard</th><th>expires in</th><th>ephemerals</th><th>watches</th><th>auth</th></tr>
-{{range .Items}}<tr data-session="{{sid .ID}}"><td><a href="{{sessionURL .ID}}">{{sid .ID}}</a></td>
-<td>{{if .Remote}}{{.Remote}}{{else}}—{{end}}</td><td>{{template "session.node" .}}</td><td>{{dur .Timeout}}</td>
-<td>{{template "session.heard" .}}</td><td>{{template "session.left" .}}</td>
-<td>{{len .Ephemerals}}</td><td>{{if .Attached}}{{.WatchCount}}{{else}}—{{end}}</td><td>{{range .Auth}}{{show .}} {{end}}</td></tr>
+{{range .Items}}<tr data-session="{{.IDText}}"><td><a href="{{.URL}}">{{.IDText}}</a></td>
+<td>{{if .Remote}}{{.Remote}}{{else}}—{{end}}</td><td>{{.Via}}</td><td>{{.Timeout}}</td>
+<td>{{if .HeardMs}}<span data-since="{{.HeardMs}}">{{.Since}}</span> ago{{else}}—{{end}}</td><td>{{if .LeftMs}}<span class="countdown" data-deadline="{{.LeftMs}}">{{.Left}}</span>{{else}}—{{end}}</td>
+<td>{{len .Ephemerals}}</td><td>{{.Watches}}</td><td>{{.Auth}}</td></tr>
 {{end}}</table>{{end}}
 {{if .Ended}}<h2>Ended lately</h2>
 <table class="list ended"><tr><th>session</th><th>ended</th><th>why</th><th>via</th><th>timeout</th><th>ephemerals it deleted</th><th>watches dropped</th></tr>
@@ -69,27 +71,78 @@ var _ = addPanel(panel{
 <tr><th>timeout</th><td>{{if .Closed.Timeout}}{{dur (ms2dur .Closed.Timeout)}}{{else}}—{{end}}</td></tr>
 <tr><th>ephemerals it deleted</th><td>{{range .Deleted}}{{show .}}<br>{{else}}none{{end}}</td></tr>
 <tr><th>watches dropped</th><td>{{range .Dropped}}{{.Op}} {{show .Path}}<br>{{else}}none{{end}}</td></tr></table>{{end}}
-{{define "session.node"}}{{if .Node}}node {{.Node}}{{if eq .Node .Self}} (this node){{end}}{{else if .Remote}}this node{{else}}—{{end}}{{end}}
-{{define "session.heard"}}{{if .LastHeard.IsZero}}—{{else}}<span data-since="{{ms .LastHeard}}">{{dur .Since}}</span> ago{{end}}{{end}}
-{{define "session.left"}}{{if .Expires.IsZero}}{{if .Replayed}}—{{else if .Self}}on the leader{{else}}—{{end}}{{else}}<span class="countdown" data-deadline="{{ms .Expires}}">{{dur .Left}}</span>{{end}}{{end}}`,
+{{define "session.heard"}}{{if .HeardMs}}<span data-since="{{.HeardMs}}">{{.Since}}</span> ago{{else}}—{{end}}{{end}}
+{{define "session.left"}}{{if .LeftMs}}<span class="countdown" data-deadline="{{.LeftMs}}">{{.Left}}</span>{{else}}{{.NoLeft}}{{end}}{{end}}`,
 })
 
-// sessionRow is a session as the panel shows it.
+// sessionRow is a session as the panel shows it, in what the template
+// prints: made here rather than by the template, where every lookup of a
+// field promoted from an embedded struct, every function and every
+// sub-template costs a reflective call (and an allocation), a hundred
+// rows a page.
 type sessionRow struct {
-	Session
-	Self         uint64        // this node, to mark the sessions connected here
-	Since        time.Duration // since last heard, at the snapshot
-	Left         time.Duration // before expiry, at the snapshot
-	WatchList    []watchRow    // its watches (detail only)
+	ID         int64
+	IDText     string // 0x…
+	URL        string // its detail
+	Remote     string
+	Via        string // the member it is connected through, in words
+	Timeout    string
+	HeardMs    int64  // when last heard from (ms since the epoch), 0 unknown
+	Since      string // since then, at the snapshot
+	LeftMs     int64  // when it expires (ms since the epoch), 0 unknown
+	Left       string // the time left, at the snapshot
+	NoLeft     string // what expires-in says when unknown
+	Ephemerals []string
+	Watches    string // how many it holds; "—" where unknown
+	Auth       string // its identities, each followed by a space
+	// Detail only:
+	WatchList    []watchRow // its watches
 	WatchesKnown bool
-	Gone         bool      // no such session is open (detail only)
-	Ended        *endedRow // what the history says of its end (detail only)
-	Replayed     bool
+	Gone         bool      // no such session is open
+	Ended        *endedRow // what the history says of its end
 }
 
-// endedRow is a session that ended, as the panel shows it.
+// newSessionRow makes a session's row, as of the snapshot taken at taken;
+// self is this node (0 for a single node), replayed is set in a replay.
+func newSessionRow(s Session, self uint64, taken time.Time, replayed bool) sessionRow {
+	r := sessionRow{ID: s.ID, IDText: "0x" + strconv.FormatInt(s.ID, 16), URL: sessionURL(s.ID), Remote: s.Remote,
+		Timeout: humanDuration(s.Timeout), Ephemerals: s.Ephemerals, WatchesKnown: !s.Unknown, Watches: "—", NoLeft: "—"}
+	switch {
+	case s.Node != 0 && s.Node == self:
+		r.Via = "node " + strconv.FormatUint(s.Node, 10) + " (this node)"
+	case s.Node != 0:
+		r.Via = "node " + strconv.FormatUint(s.Node, 10)
+	case s.Remote != "":
+		r.Via = "this node"
+	default:
+		r.Via = "—"
+	}
+	if !s.LastHeard.IsZero() {
+		r.HeardMs, r.Since = s.LastHeard.UnixMilli(), humanDuration(taken.Sub(s.LastHeard))
+	}
+	if !s.Expires.IsZero() {
+		r.LeftMs, r.Left = s.Expires.UnixMilli(), humanDuration(s.Expires.Sub(taken))
+	} else if !replayed && self != 0 {
+		r.NoLeft = "on the leader"
+	}
+	if s.Attached != 0 {
+		r.Watches = strconv.Itoa(s.WatchCount)
+	}
+	var auth strings.Builder
+	for _, a := range s.Auth {
+		auth.WriteString(show(a))
+		auth.WriteByte(' ')
+	}
+	r.Auth = auth.String()
+	return r
+}
+
+// endedRow is a session that ended, as the panel shows it: the
+// history's EndedSession's fields, not embedded (for the template's
+// lookups, as sessionRow's).
 type endedRow struct {
-	trace.EndedSession
+	Closed  trace.Event
+	Dropped []trace.Op
 	Deleted []string
 }
 
@@ -126,16 +179,7 @@ func sessionsData(q *uiRequest) (any, error) {
 	if sv.Replayed {
 		sv.Timers = false
 	}
-	row := func(s Session) sessionRow {
-		r := sessionRow{Session: s, Self: q.self, WatchesKnown: !s.Unknown, Replayed: sv.Replayed}
-		if !s.LastHeard.IsZero() {
-			r.Since = v.Taken.Sub(s.LastHeard)
-		}
-		if !s.Expires.IsZero() {
-			r.Left = s.Expires.Sub(v.Taken)
-		}
-		return r
-	}
+	row := func(s Session) sessionRow { return newSessionRow(s, q.self, v.Taken, sv.Replayed) }
 	if !sv.Replayed {
 		sv.Ended = q.endedRows()
 	}
@@ -146,7 +190,7 @@ func sessionsData(q *uiRequest) (any, error) {
 			sv.Detail = &d
 		}
 		if sv.Detail == nil {
-			sv.Detail = &sessionRow{Session: Session{ID: id}, Self: q.self, Gone: true}
+			sv.Detail = &sessionRow{ID: id, Gone: true}
 			for i := range sv.Ended {
 				if sv.Ended[i].Closed.Session == id {
 					sv.Detail.Ended = &sv.Ended[i]
@@ -164,12 +208,9 @@ func sessionsData(q *uiRequest) (any, error) {
 		})
 		return sv, nil
 	}
-	sorted := derive(q.memo, "sessions by id", func() []Session {
-		out := slices.Clone(q.v.Sessions)
-		slices.SortFunc(out, func(a, b Session) int { return cmp.Compare(a.ID, b.ID) })
-		return out
+	sv.Rows = mapPage(pageOf(q.sessionsByID().at, pageNumber(q), sessionsPerPage, pageLink(q)), func(i int32) sessionRow {
+		return row(q.v.Sessions[i])
 	})
-	sv.Rows = mapPage(pageOf(sorted, pageNumber(q), sessionsPerPage, pageLink(q)), row)
 	if len(sv.Ended) > endedShown {
 		sv.Ended = sv.Ended[:endedShown]
 	}
@@ -191,7 +232,7 @@ func (q *uiRequest) endedRows() []endedRow {
 		}
 		var out []endedRow
 		for _, e := range endedSessions(reports, local) {
-			r := endedRow{EndedSession: e}
+			r := endedRow{Closed: e.Closed, Dropped: e.Dropped}
 			for _, c := range e.Closed.Changes {
 				if c.Type == "NodeDeleted" {
 					r.Deleted = append(r.Deleted, c.Path)
@@ -201,4 +242,43 @@ func (q *uiRequest) endedRows() []endedRow {
 		}
 		return out
 	})
+}
+
+// sessionsByID is the order of the shared snapshot's sessions by id, as
+// their positions in it: a sorted index rather than a sorted copy of ten
+// thousand sessions.
+type sessionsByID struct {
+	ids []int64 // in order
+	at  []int32 // at[k] is the position of session ids[k] in the snapshot
+}
+
+// sessionsByID sorts the shared snapshot's sessions by id, once per
+// snapshot for every viewer, live or replaying.
+func (q *uiRequest) sessionsByID() *sessionsByID {
+	return derive(q.memo, "sessions by id", func() *sessionsByID {
+		type entry struct {
+			id int64
+			at int32
+		}
+		order := make([]entry, len(q.v.Sessions))
+		for i := range q.v.Sessions {
+			order[i] = entry{q.v.Sessions[i].ID, int32(i)}
+		}
+		slices.SortFunc(order, func(a, b entry) int { return cmp.Compare(a.id, b.id) })
+		b := &sessionsByID{ids: make([]int64, len(order)), at: make([]int32, len(order))}
+		for k, e := range order {
+			b.ids[k], b.at[k] = e.id, e.at
+		}
+		return b
+	})
+}
+
+// find is the position of session id in the snapshot; false if it is not
+// there.
+func (b *sessionsByID) find(id int64) (int32, bool) {
+	k, ok := slices.BinarySearch(b.ids, id)
+	if !ok {
+		return 0, false
+	}
+	return b.at[k], true
 }
