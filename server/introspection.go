@@ -211,7 +211,7 @@ func (s *Server) sessionReports(mode membership.State) []monitor.Session {
 // (a digest's user, never its hash) and the watches it holds here; and,
 // where no timer says when the session was last heard, its last request.
 func (s *Server) describeConn(se *monitor.Session, c *conn) {
-	se.Remote = c.nc.RemoteAddr().String()
+	se.Remote = c.remoteText()
 	se.WatchCount = s.db.WatchCount(c.id)
 	for _, id := range c.identities() {
 		name := id.ID
@@ -326,13 +326,19 @@ func (s *Server) ResetConnectionStats() {
 	}
 }
 
+// remoteText is the client's address as text, made once.
+func (c *conn) remoteText() string {
+	c.remoteOnce.Do(func() { c.remote = c.nc.RemoteAddr().String() })
+	return c.remote
+}
+
 // report copies the connection's statistics for cons, stat and the
 // connections admin command.
 func (c *conn) report() monitor.Connection {
 	cs := c.stats
 	r := monitor.Connection{
 		ID:          c.id,
-		Remote:      c.nc.RemoteAddr().String(),
+		Remote:      c.remoteText(),
 		Secure:      c.secure,
 		Session:     c.sessionID.Load(),
 		Timeout:     time.Duration(c.timeout.Load()),

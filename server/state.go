@@ -171,6 +171,12 @@ type conn struct {
 	// attached the session began: the leader applied that command later,
 	// so it had heard of the session by then (see dropUnvouched).
 	attachedAt atomic.Int64
+	// remote is the client's address as text, made the first time an
+	// operator's view asks (remoteText): the live view lists every
+	// session's each second, and a connection nobody looks at never
+	// makes it.
+	remoteOnce sync.Once
+	remote     string
 	// auth lists the identities added to this connection. Only the reader
 	// goroutine changes it, and only by swapping in a new slice, so
 	// transactions in flight and the applier (which filters watch events by
