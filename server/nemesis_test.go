@@ -77,7 +77,7 @@ func startInprocCluster(tb testing.TB, tick time.Duration, disks bool) *inprocCl
 			TickTime:            tick,
 			MaxClientConnsPerIP: -1,
 			Clock:               off,
-			Logger:              slog.New(c.expiries.handler(i, testLogger().Handler())),
+			Logger:              slog.New(c.expiries.handler(i, testLogger().With("member", i+1).Handler())),
 			Raft: &raftstore.Config{NodeID: id, RaftAddr: peers[id], Peers: peers,
 				DataDir: dataDir, Secret: []byte("in-process nemesis secret"),
 				Dial: c.network.Dialer(peers[id])},

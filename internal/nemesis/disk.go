@@ -225,8 +225,14 @@ func (r *runner) injectDisk(ctx context.Context, kind Kind, target int) error {
 				return fmt.Errorf("recover node %d: %w", i, err)
 			}
 		}
+		r.awaitServing(ctx, targets...)
 		return nil
 	case FlippedByte, TornTail:
+		// The damage is to a log that holds what the node caught up
+		// with: a node just restarted on an empty disk (a failing-fsync
+		// fault's recovery) may hold no record yet, and damaging
+		// nothing tests nothing.
+		r.awaitServing(ctx, target)
 		if err := r.c.Kill(target); err != nil {
 			return fmt.Errorf("kill: %w", err)
 		}
@@ -236,6 +242,11 @@ func (r *runner) injectDisk(ctx context.Context, kind Kind, target int) error {
 		}
 		what, err := dc.DamageLog(target, how)
 		if err != nil {
+			// Never leave the node down: the run would end with a
+			// member missing, which is not what it checks.
+			if rerr := r.c.Restart(target); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("restart: %w", rerr))
+			}
 			return fmt.Errorf("damage the log: %w", err)
 		}
 		err = r.c.Restart(target)
@@ -245,15 +256,34 @@ func (r *runner) injectDisk(ctx context.Context, kind Kind, target int) error {
 			if kind == FlippedByte {
 				r.rep.DamageStarted++
 			}
-			return nil
 		case errors.Is(err, ErrUnsupported):
 			return err
+		default:
+			r.rep.DamageRefused++
+			r.logf("%s of node %d (%s): it refused to start: %s", kind, target, what, gist(err.Error()))
+			if err := dc.Recover(target, true); err != nil {
+				return err
+			}
 		}
-		r.rep.DamageRefused++
-		r.logf("%s of node %d (%s): it refused to start: %s", kind, target, what, gist(err.Error()))
-		return dc.Recover(target, true)
+		r.awaitServing(ctx, target)
+		return nil
 	}
 	return fmt.Errorf("not a disk fault: %s", kind)
+}
+
+// awaitServing waits, up to RecoverTimeout each, until a write goes
+// through each of nodes, restarted after a disk fault: the next fault
+// then meets a whole ensemble, and a node that never came back is a
+// problem of the run rather than of the fault after it.
+func (r *runner) awaitServing(ctx context.Context, nodes ...int) {
+	for _, i := range nodes {
+		start := time.Now()
+		if err := r.writeThrough(ctx, i, r.cfg.RecoverTimeout); err != nil {
+			r.problem("node %d, restarted after a disk fault: %v", i, err)
+			continue
+		}
+		r.logf("node %d serves again: a write went through it %v after it was restarted", i, time.Since(start).Round(time.Millisecond))
+	}
 }
 
 // gist shortens a start-up error to its first line and, where a
