@@ -170,40 +170,54 @@ func (s *Server) sessionReports(mode membership.State) []monitor.Session {
 	if mode.RunsSessionTimers() {
 		buckets = s.db.ExpiryBuckets()
 	}
-	ids := s.db.SessionIDs()
-	out := make([]monitor.Session, 0, len(ids))
-	index := make(map[int64]int, len(ids))
-	get := func(id int64) *monitor.Session {
-		i, ok := index[id]
-		if !ok {
-			i = len(out)
-			index[id] = i
-			out = append(out, monitor.Session{ID: id})
-		}
-		return &out[i]
+	ids := s.db.SessionIDs() // ascending
+	// at[k] is where session ids[k] goes in out: its place on the
+	// timers, else after them by id. Positions rather than a map by id:
+	// the live view takes this snapshot of every session each second.
+	at := make([]int32, len(ids))
+	for k := range at {
+		at[k] = -1
 	}
+	out := make([]monitor.Session, len(ids))
+	next := int32(0)
 	for _, b := range buckets {
 		for _, id := range b.Sessions {
-			get(id).Expires = b.Expires
-		}
-	}
-	open := make(map[int64]bool, len(ids))
-	for piece := range slices.Chunk(ids, introspectionPiece) {
-		if mode.RunsSessionTimers() {
-			for i, at := range s.db.LastTouches(piece) {
-				get(piece[i]).LastHeard = at
+			if k, ok := slices.BinarySearch(ids, id); ok && at[k] < 0 {
+				at[k], out[next].Expires = next, b.Expires
+				next++
 			}
 		}
-		for _, info := range s.db.SessionDetails(piece) {
-			open[info.ID] = true
-			se := get(info.ID)
-			se.Timeout, se.Node, se.Ephemerals = info.Timeout, info.Node, info.Ephemerals
+	}
+	for k := range at {
+		if at[k] < 0 {
+			at[k] = next
+			next++
+		}
+	}
+	for start := 0; start < len(ids); start += introspectionPiece {
+		piece := ids[start:min(start+introspectionPiece, len(ids))]
+		if mode.RunsSessionTimers() {
+			for i, t := range s.db.LastTouches(piece) {
+				out[at[start+i]].LastHeard = t
+			}
+		}
+		k, end := start, start+len(piece)
+		for _, info := range s.db.SessionDetails(piece) { // in piece's order, the closed left out
+			for k < end && ids[k] != info.ID {
+				k++
+			}
+			if k == end {
+				break
+			}
+			se := &out[at[k]]
+			se.ID, se.Timeout, se.Node, se.Ephemerals = info.ID, info.Timeout, info.Node, info.Ephemerals
 			if c := s.connByID(info.Conn); c != nil {
 				s.describeConn(se, c)
 			}
 		}
 	}
-	return slices.DeleteFunc(out, func(se monitor.Session) bool { return !open[se.ID] })
+	// Sessions closed while the pieces were read were never filled in.
+	return slices.DeleteFunc(out, func(se monitor.Session) bool { return se.ID == 0 })
 }
 
 // describeConn adds what this node knows of a session attached through

@@ -94,6 +94,39 @@ func TestSnapshot(t *testing.T) {
 	}
 }
 
+// TestSnapshotSessionsInTimerOrder: sessions come in the order their
+// timers fire, whatever order their ids have, each with its own details;
+// a closed one is gone.
+func TestSnapshotSessionsInTimerOrder(t *testing.T) {
+	s := startServer(t, Config{MaxSessionTimeout: time.Minute})
+	var ids []int64
+	for _, ms := range []int32{40000, 10000, 30000, 20000, 50000} {
+		r := dialRaw(t, s.Addr().String())
+		ids = append(ids, r.handshake(ms, 0, nil).SessionID)
+		if ms == 50000 {
+			r.nc.Close()
+		}
+	}
+	if err := s.ExpireSession(ids[4]); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the fifth session closed", func() bool { return s.Stats().Sessions == 4 })
+	snap := s.Snapshot(monitor.PartSessions)
+	var got []int64
+	for i, se := range snap.Sessions {
+		got = append(got, se.ID)
+		if i > 0 && se.Expires.Before(snap.Sessions[i-1].Expires) {
+			t.Errorf("session %d expires at %v, before the one before it (%v)", i, se.Expires, snap.Sessions[i-1].Expires)
+		}
+		if se.Remote == "" || se.Expires.Sub(se.LastHeard) < se.Timeout {
+			t.Errorf("session %+v: no client, or last heard less than a timeout before expiry", se)
+		}
+	}
+	if want := []int64{ids[1], ids[3], ids[2], ids[0]}; !slices.Equal(got, want) {
+		t.Errorf("sessions %#x, want %#x (by timeout)", got, want)
+	}
+}
+
 func equalSession(a, b monitor.Session) bool {
 	return a.ID == b.ID && a.Timeout == b.Timeout && a.Remote == b.Remote && slices.Equal(a.Ephemerals, b.Ephemerals) && a.Expires.Equal(b.Expires)
 }
