@@ -239,16 +239,24 @@ func (h *traceHub) deliver(sub *trace.Subscription, batch []trace.Event, more ui
 	for v := range h.viewers {
 		before, lostBefore := len(v.pending), v.dropped
 		v.dropped += more
+		// The limiter is asked once a tick, not once an event (a busy
+		// server publishes thousands a tick): as many events as
+		// AllowN(now, 1) one at a time would let through.
+		allowed, taken := int(v.limit.TokensAt(now)), 0
 		for i := range batch {
 			e := &batch[i]
 			if !v.filter.Match(e) {
 				continue
 			}
-			if len(v.pending) < v.most && v.limit.AllowN(now, 1) {
+			if len(v.pending) < v.most && taken < allowed {
 				v.pending = append(v.pending, *e)
+				taken++
 			} else {
 				v.dropped++
 			}
+		}
+		if taken > 0 {
+			v.limit.AllowN(now, taken)
 		}
 		h.lost += v.dropped - lostBefore
 		if len(v.pending) > before || v.dropped > lostBefore {

@@ -270,6 +270,39 @@ func TestTraceRateLimit(t *testing.T) {
 	}
 }
 
+// TestTraceRateOverTime: events published a few at a time, below what a
+// viewer's buffer holds between two reads, still reach it no faster than
+// its rate (its burst, then so many a second).
+func TestTraceRateOverTime(t *testing.T) {
+	src := standalone()
+	m := newMonitor(t, src, Config{})
+	lines, _ := traceLines(t, m, "rate=5")
+	waitViewers(t, m, 1)
+	const published = 60
+	start := time.Now()
+	pace := time.NewTicker(40 * time.Millisecond)
+	defer pace.Stop()
+	for i := range published {
+		if i%2 == 0 {
+			<-pace.C
+		}
+		src.broker.Publish(trace.Event{Kind: trace.TxnApplied, Op: "setData", Path: "/x", Zxid: int64(i + 1)})
+	}
+	var read, dropped int
+	for read+dropped < published {
+		if v := next(t, lines); v["kind"] == "dropped" {
+			dropped += int(v["dropped"].(float64))
+		} else {
+			read++
+		}
+	}
+	// A burst of 5, and 5 a second after it, from the first event to the
+	// last one's delivery (a tick after it at most).
+	if most := 5 + int(5*time.Since(start).Seconds()) + 1; read > most || dropped == 0 {
+		t.Fatalf("read %d (at most %d at rate 5 in %v), told of %d dropped", read, most, time.Since(start), dropped)
+	}
+}
+
 // TestTraceStartsFrom: /trace starts from the history the server keeps
 // at a zxid (hex or decimal), at a time, or with the whole window's
 // newest n, ends the history with its count, and refuses what it cannot
