@@ -89,7 +89,12 @@ func (s *zkSession) event(ev zk.Event) {
 	switch ev.State {
 	case zk.StateExpired:
 		// go-zookeeper learns of an expiry only from a handshake, so
-		// what was heard before is on earlier connections.
+		// what was heard before is on earlier connections. The answer
+		// that said so is no contact with the session: forget it, or
+		// LastHeard would give the expired session a last answer
+		// after the expiry (the callback runs in go-zookeeper's
+		// handshake, after its last read on this connection).
+		s.heardNow.Store(0)
 		e := expiry{workload: s.workload, id: s.lastID, at: now, heard: s.heardPrev != 0}
 		if e.heard {
 			e.silent = now.Sub(time.Unix(0, s.heardPrev))
