@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -48,7 +49,7 @@ var _ = addPanel(panel{
 <defs><marker id="seq-head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path class="seq-head" d="M 0 0 L 10 5 L 0 10 z"></path></marker></defs>
 {{range .Bands}}<rect class="seq-band" x="0" y="{{.Y}}" width="{{$.Width}}" height="{{.H}}"></rect>{{end}}
 {{range .Lanes}}<line class="seq-lane" x1="{{.X}}" y1="{{$.LaneTop}}" x2="{{.X}}" y2="{{$.Height}}"></line>
-<text class="seq-lane-name" x="{{.X}}" y="22" text-anchor="middle">{{if .Label}}{{clip .Label 20}}{{else}}{{.Name}}{{end}}<title>{{.Label}} {{.Name}}</title></text><text class="seq-lane-label" x="{{.X}}" y="40" text-anchor="middle">{{if .Label}}{{.Name}}{{else}}{{.Note}}{{end}}</text>{{end}}
+<text class="seq-lane-name" x="{{.X}}" y="22" text-anchor="middle">{{.Head}}<title>{{.Label}} {{.Name}}</title></text><text class="seq-lane-label" x="{{.X}}" y="40" text-anchor="middle">{{if .Label}}{{.Name}}{{else}}{{.Note}}{{end}}</text>{{end}}
 {{range .Rows}}<text class="seq-zxid" x="6" y="{{add .Y 4}}">{{.Zxid}}</text>
 <path class="{{.Class}}" d="M {{.X1}} {{.Y}} H {{.X2}}" marker-end="url(#seq-head)"><title>{{.Title}}</title></path>
 <text class="seq-msg" x="{{.TextX}}" y="{{add .Y -5}}">{{clip .Label 64}}<title>{{.Title}}</title></text>{{if .End}}<text class="seq-end" x="{{.EndX}}" y="{{add .Y 5}}" text-anchor="middle">✕</text>{{end}}
@@ -78,7 +79,15 @@ type seqLane struct {
 	Name  string // "ensemble state", a session id
 	Label string // the session's name from its first node's data
 	Note  string // said under a lane without a label
+	// Head is what its head says: its label, else its name, cut to the
+	// room between two lanes (a cut by rune count let two long names
+	// of wide letters run into each other).
+	Head string
 }
+
+// seqLaneNameEms is the room a lane's head has, in ems of its bold 12px
+// text: the gap between two lanes, less a margin.
+const seqLaneNameEms = float64(seqLaneGap-12) / 12
 
 // seqRow is one event's arrow.
 type seqRow struct {
@@ -180,6 +189,10 @@ func sequenceData(q *uiRequest) (any, error) {
 			end = starts[i+1]
 		}
 		sv.Bands = append(sv.Bands, seqBand{Y: starts[i], H: end - starts[i]})
+	}
+	for i := range sv.Lanes {
+		l := &sv.Lanes[i]
+		l.Head = fitWidth(cmp.Or(l.Label, l.Name), seqLaneNameEms, boldEm)
 	}
 	sv.Width = sv.Lanes[len(sv.Lanes)-1].X + 200
 	sv.Height = y
