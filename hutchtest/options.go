@@ -27,6 +27,7 @@ type options struct {
 	containerCheck time.Duration
 	waitTimeout    time.Duration
 	election       time.Duration
+	liveView       bool
 }
 
 // Defaults: ZooKeeper's, except the log level (warnings only) and the
@@ -109,6 +110,12 @@ func FakeClockAt(t time.Time) Option {
 // connects in memory. The port is bound before anyone learns its number,
 // so parallel tests cannot collide.
 func TCP() Option { return func(o *options) { o.tcp = true } }
+
+// LiveView makes each server serve its live view (/ui/ and /trace) on a
+// loopback port of its own, as hutch's --ui-listen does: an ensemble
+// member's view then links to the other members' own (the server's
+// UIAddr names it).
+func LiveView() Option { return func(o *options) { o.liveView = true } }
 
 // ContainerCheckInterval sets how often empty containers and expired TTL
 // nodes are deleted (znode.container.checkIntervalMs, one minute by

@@ -71,8 +71,13 @@ func memberConfig(tb testing.TB, o options, name string, number int) testcluster
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: o.logLevel}))
 	}
+	uiAddr := ""
+	if o.liveView {
+		uiAddr = "127.0.0.1:0"
+	}
 	return testcluster.MemberConfig{Number: number, Name: name, FakeClock: o.fakeClock, FakeStart: o.fakeStart,
 		Server: server.Config{
+			UIAddr:                 uiAddr,
 			ListenAddr:             "127.0.0.1:0",
 			NoClientPort:           !o.tcp,
 			TickTime:               o.tick,

@@ -212,7 +212,7 @@ func startContender(t *testing.T, addr, parent, name string) (*exec.Cmd, string,
 // on the way.
 func TestBrowserLiveView(t *testing.T) {
 	ctx := browsertest.Start(t)
-	e := hutchtest.StartEnsemble(t, 3, hutchtest.TCP())
+	e := hutchtest.StartEnsemble(t, 3, hutchtest.TCP(), hutchtest.LiveView())
 	li := e.Leader()
 	fi, fo := li%3+1, (li+1)%3+1 // members are numbered from 1
 	leader, follower, other := e.Member(li), e.Member(fi), e.Member(fo)
@@ -421,6 +421,17 @@ func TestBrowserLiveView(t *testing.T) {
 	// lags by none, Raft's own entries (the election's) included.
 	waitJS(t, ctx, "every member's lag to be 0", `[...document.querySelectorAll('table.members tr[data-member]')].every(r => r.children[6]?.textContent === "0")`)
 	screenshot(t, ctx, "observe-ensemble.png")
+	// Each member's row links to that member's own view: the other
+	// follower's link, followed, opens its view, which names it as this
+	// node.
+	link := fmt.Sprintf(`table.members tr[data-member="%d"] a`, fo)
+	want := "http://" + other.Server().UIAddr().String() + "/ui/ensemble"
+	href := browsertest.Eval[string](t, ctx, `document.querySelector('`+link+`')?.href ?? ""`)
+	if href != want {
+		t.Fatalf("node %d's row links to %q, want %q", fo, href, want)
+	}
+	browsertest.Step(t, ctx, "follow the other follower's link", chromedp.Navigate(href))
+	waitJS(t, ctx, "the other follower's own view", `document.querySelector('table.kv.self td')?.textContent === "`+strconv.Itoa(fo)+`"`)
 
 	// The tree: a node's data, an ephemeral's owner, and the children of
 	// a kazoo lock, whose long names must not run into each other.
@@ -483,6 +494,31 @@ func TestBrowserLiveView(t *testing.T) {
 		t.Errorf("%d texts of the hostile queue's boxes run out of their box", n)
 	}
 	screenshot(t, ctx, "observe-hostile-locks.png")
+	// Their lanes in the sequence diagram, beside a contender whose name
+	// is all wide letters: no lane's head runs into the next one's.
+	wide, _ := follower.Connect(8 * time.Second)
+	if err := retry(func() error { _, err := wide.Sync(hostileDir); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wide.Create(hostileDir+"/\"><b>x<b>-", []byte(strings.Repeat("W", 40)), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	browsertest.Step(t, ctx, "open the hostile queue's sequence", chromedp.Navigate(fview.URL+"/ui/sequence?"+url.Values{"path": {hostileDir + "/"}}.Encode()))
+	waitJS(t, ctx, "the wide name's lane", `document.querySelectorAll('svg.sequence text.seq-lane-name').length >= 3 && document.querySelector('svg.sequence').textContent.includes("WWW")`)
+	if browsertest.Eval[bool](t, ctx, pwned) {
+		t.Fatal("hostile contender names became markup or ran in the sequence diagram")
+	}
+	overlapping := browsertest.Eval[int](t, ctx, `(() => {
+		const heads = [...document.querySelectorAll('svg.sequence text.seq-lane-name')].map(e => e.getBBox());
+		let n = 0;
+		for (let i = 1; i < heads.length; i++) {
+			if (heads[i-1].x + heads[i-1].width > heads[i].x) n++;
+		}
+		return n;
+	})()`)
+	if overlapping != 0 {
+		t.Errorf("%d pairs of lane heads in the sequence diagram run into each other", overlapping)
+	}
 
 	// A queue of a thousand contenders: drawn a page at a time, readable,
 	// and quick to redraw.
