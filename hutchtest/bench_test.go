@@ -144,8 +144,9 @@ func BenchmarkBinaryStartToRuok(b *testing.B) {
 }
 
 // BenchmarkBinaryInit: where BenchmarkBinaryStartToRuok's time goes
-// before the server starts, each from exec to exit: an empty Go program
-// (the runtime's own start and exit), and hutch --help (every package of
+// before the server starts, each from exec to exit: true (the machine's
+// own floor, a C program that does nothing: fork, exec and exit), an empty
+// Go program (the runtime's own start and exit), and hutch --help (every package of
 // the binary initialised, the flags parsed, no server). To imok minus
 // hutch --help is the server's start and the first ruok.
 func BenchmarkBinaryInit(b *testing.B) {
@@ -158,13 +159,15 @@ func BenchmarkBinaryInit(b *testing.B) {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
 	hutch := realzk.BuildHutch(b)
-	for _, run := range []struct {
+	type startRun struct {
 		name string
 		argv []string
-	}{
-		{"empty-program", []string{empty}},
-		{"hutch-help", []string{hutch, "--help"}},
-	} {
+	}
+	runs := []startRun{{"empty-program", []string{empty}}, {"hutch-help", []string{hutch, "--help"}}}
+	if tru, err := exec.LookPath("true"); err == nil {
+		runs = append([]startRun{{"true", []string{tru}}}, runs...)
+	}
+	for _, run := range runs {
 		b.Run(run.name, func(b *testing.B) {
 			var took, cpu []time.Duration
 			for b.Loop() {
