@@ -227,13 +227,7 @@ func (s *Server) sessionReports(mode membership.State) []monitor.Session {
 func (s *Server) describeConn(se *monitor.Session, c *conn) {
 	se.Remote = c.remoteText()
 	se.WatchCount = s.db.WatchCount(c.id)
-	for _, id := range c.identities() {
-		name := id.ID
-		if id.Scheme == "digest" {
-			name, _, _ = strings.Cut(name, ":")
-		}
-		se.Auth = append(se.Auth, id.Scheme+":"+name)
-	}
+	se.Auth = c.authText()
 	if se.LastHeard.IsZero() {
 		r := c.report()
 		se.LastHeard = r.LastResponse
@@ -338,6 +332,33 @@ func (s *Server) ResetConnectionStats() {
 	for _, c := range s.openConns() {
 		c.stats.reset()
 	}
+}
+
+// authText is the connection's identities as an operator's view shows
+// them (a digest's user, never its hash), shared by the snapshots (which
+// never change them) and made again only when the identities change
+// (each change stores a new list); nil for none.
+func (c *conn) authText() []string {
+	ids := c.auth.Load()
+	if shown := c.authShown.Load(); shown != nil && shown.of == ids {
+		return shown.text
+	}
+	var text []string
+	for _, id := range *ids {
+		name := id.ID
+		if id.Scheme == "digest" {
+			name, _, _ = strings.Cut(name, ":")
+		}
+		text = append(text, id.Scheme+":"+name)
+	}
+	c.authShown.Store(&shownAuth{of: ids, text: text})
+	return text
+}
+
+// shownAuth is a list of identities as text, and the list it was made of.
+type shownAuth struct {
+	of   *[]wire.ID
+	text []string
 }
 
 // remoteText is the client's address as text, made once.

@@ -127,6 +127,32 @@ func TestSnapshotSessionsInTimerOrder(t *testing.T) {
 	}
 }
 
+// TestSnapshotAuthFollowsAddAuth: a session's identities in a snapshot
+// are those of its connection when the snapshot is taken, a digest's user
+// without its password, also after a snapshot has shown them.
+func TestSnapshotAuthFollowsAddAuth(t *testing.T) {
+	s := startServer(t, Config{})
+	cl, _ := dial(t, s.Addr().String(), 10*time.Second)
+	auth := func() []string {
+		for _, se := range s.Snapshot(monitor.PartSessions).Sessions {
+			if se.ID == cl.SessionID() {
+				return se.Auth
+			}
+		}
+		t.Fatalf("no session %#x in the snapshot", cl.SessionID())
+		return nil
+	}
+	if got := auth(); !slices.Equal(got, []string{"ip:127.0.0.1"}) {
+		t.Errorf("identities %q before addAuth", got)
+	}
+	if err := cl.AddAuth("digest", []byte("alice:secret")); err != nil {
+		t.Fatal(err)
+	}
+	if got := auth(); len(got) != 2 || !slices.Contains(got, "ip:127.0.0.1") || !slices.Contains(got, "digest:alice") {
+		t.Errorf("identities %q after addAuth, want ip:127.0.0.1 and digest:alice", got)
+	}
+}
+
 func equalSession(a, b monitor.Session) bool {
 	return a.ID == b.ID && a.Timeout == b.Timeout && a.Remote == b.Remote && slices.Equal(a.Ephemerals, b.Ephemerals) && a.Expires.Equal(b.Expires)
 }

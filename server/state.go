@@ -177,6 +177,9 @@ type conn struct {
 	// makes it.
 	remoteOnce sync.Once
 	remote     string
+	// authShown is auth as the view shows it, made when first asked
+	// after auth changed (authText).
+	authShown atomic.Pointer[shownAuth]
 	// auth lists the identities added to this connection. Only the reader
 	// goroutine changes it, and only by swapping in a new slice, so
 	// transactions in flight and the applier (which filters watch events by
