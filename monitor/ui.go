@@ -129,14 +129,25 @@ type memoEntry struct {
 	v    any
 }
 
+// maxMemoEntries bounds what one snapshot's memo keeps: a few dozen
+// values serve every panel's viewers, and each replayed state (and what is
+// drawn from it) is one more, so a client asking for hundreds of points of
+// the history within a second gets them made, not kept.
+const maxMemoEntries = 256
+
 // derive returns the value kept under key, making it with make the first
 // time; viewers asking at once wait for the one making it. make may
 // derive values under other keys. Values are shared between viewers:
-// never change one.
+// never change one. Past maxMemoEntries, a value not kept yet is made for
+// the asker alone.
 func derive[T any](c *memo, key string, make func() T) T {
 	c.mu.Lock()
 	e := c.m[key]
 	if e == nil {
+		if len(c.m) >= maxMemoEntries {
+			c.mu.Unlock()
+			return make()
+		}
 		e = &memoEntry{}
 		c.m[key] = e
 	}

@@ -1,12 +1,14 @@
 package monitor
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"html/template"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -156,14 +158,21 @@ func (q *uiRequest) drawQueue(lq lockQueue, paged bool) (template.HTML, error) {
 		if err != nil {
 			return drawn{err: err}
 		}
-		var b strings.Builder
-		if err := t.ExecuteTemplate(&b, "locks.queue", q.queueView(lq, paged, n)); err != nil {
+		b := drawBuffers.Get().(*bytes.Buffer)
+		defer drawBuffers.Put(b)
+		b.Reset()
+		if err := t.ExecuteTemplate(b, "locks.queue", q.queueView(lq, paged, n)); err != nil {
 			return drawn{err: err}
 		}
 		return drawn{html: template.HTML(b.String())}
 	})
 	return d.html, d.err
 }
+
+// drawBuffers are buffers to draw in: a queue of fifty is 100 KB of
+// markup, which a new buffer would reach by growing (and copying) a dozen
+// times; the drawing kept is one exact copy.
+var drawBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // queueView shows one queue: with paged, a page of it (?cpage=), else its
 // first page with a link to the rest; its diagram is the page's n-th.
