@@ -29,7 +29,9 @@ go vet ./...
 # the peer-port flood and the sync storm run in the first pass only: under
 # the detector's 5-10x slowdown their timing bounds measure the detector,
 # not hutch (the disk nemesis too: its freshness bound and its writes
-# that must fill a disk within a deadline); the crash-consistency suite's
+# that must fill a disk within a deadline; and TestResyncInterruptedByFullDisk,
+# 11,000 writes and a resync, 66 s under the detector against 18 s without
+# it); the crash-consistency suite's
 # concurrency is between processes, where the detector sees nothing.
 # Three more assert timing rather than sharing, and failed only under the
 # detector on a loaded machine: TestQuietTiming (no election while the
@@ -40,24 +42,24 @@ go vet ./...
 # sendSetWatches on a reconnect). Their code paths run under the detector
 # in the other tests of their packages.
 mapfile -t race_packages < <(go list ./... | grep -v -E '/conformance$')
-race_skip='^(TestClusterNemesis|TestClusterNemesisDisk|TestEnsembleNemesis|TestEnsembleNemesisDisk|TestPeerPortSurvivesFlood|TestSyncStormOnFollower|TestCrashConsistency|TestQuietTiming|TestPipesAreSharedAndBounded|TestBrowserLiveView)$'
+race_skip='^(TestClusterNemesis|TestClusterNemesisDisk|TestResyncInterruptedByFullDisk|TestEnsembleNemesis|TestEnsembleNemesisDisk|TestPeerPortSurvivesFlood|TestSyncStormOnFollower|TestCrashConsistency|TestQuietTiming|TestPipesAreSharedAndBounded|TestBrowserLiveView)$'
 
-# The disk nemesis (TestClusterNemesisDisk, TestEnsembleNemesisDisk) runs
-# by hand (docs/ensemble.md, Disk faults) until its open failures are
-# understood: on 2026-11-27 the in-process one failed in about 1 of 10 runs
-# (once a member 1,800 entries behind with differing digests at the end;
-# other causes since fixed) and the process one in 1 of a few ("expired
-# while answered"). A test that fails one run in ten would turn CI red for
-# everybody; the failures are in the closing notes of issue 26.
-first_skip='^(TestClusterNemesisDisk|TestEnsembleNemesisDisk)$'
+# The first pass runs everything, the disk nemesis (TestClusterNemesisDisk,
+# TestEnsembleNemesisDisk) included: as root (CI is) it mounts its disks,
+# and under CI=true a machine that cannot fails it rather than skipping.
+# It ran by hand until 2026-11-27: the failures seen then were the
+# nemesis's own (a damage fault on a node holding no log yet, left down;
+# a check that took the answer "your session expired" for contact), and
+# after their fixes 30 in-process and 15 process runs in a row passed
+# (docs/ensemble.md, Disk faults, also for the one failure not explained).
 
 log="$(mktemp)"
 racelog="$(mktemp)"
 trap 'rm -f "$log" "$racelog"' EXIT
 start=$SECONDS
 set +e
-echo "== go test ./... (-skip '$first_skip')"
-go test -count=1 -timeout 25m -v -skip "$first_skip" ./... 2>&1 | tee "$log"
+echo "== go test ./..."
+go test -count=1 -timeout 25m -v ./... 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 echo "== go test -race: ${#race_packages[@]} packages, all but conformance (-skip '$race_skip')"
 go test -race -count=1 -timeout 25m -v -skip "$race_skip" "${race_packages[@]}" 2>&1 | tee "$racelog"
