@@ -223,6 +223,20 @@ type replayNode struct {
 // once per shared snapshot for every point that undoes the same events
 // (stateKey).
 func (q *uiRequest) state(root string) *replayState {
+	if st, ok := q.states[root]; ok {
+		return st // a page asks for each contender's data: once is enough
+	}
+	if q.states == nil {
+		q.states = map[string]*replayState{}
+	}
+	st := q.deriveState(root)
+	q.states[root] = st
+	return st
+}
+
+// deriveState builds the replayed state with the tree under root, or
+// takes it from the shared memo.
+func (q *uiRequest) deriveState(root string) *replayState {
 	p := q.replay
 	w := q.window
 	return derive(q.memo, q.stateKey(root), func() *replayState {

@@ -216,6 +216,9 @@ type uiRequest struct {
 	// read, the same for the whole request.
 	replay *replayPoint
 	window *replayWindow
+	// states are the replayed states this request read, by root: the
+	// memo's, or its own when the memo is full.
+	states map[string]*replayState
 	// diagrams counts the pictures drawn, to name each one's parts.
 	diagrams int
 }
