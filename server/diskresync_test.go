@@ -38,7 +38,8 @@ func testResyncInterruptedByFullDisk(t *testing.T, snapshot bool) {
 		t.Skip("the disk faults need root to mount disks")
 	}
 	c := startInprocCluster(t, 500*time.Millisecond, true)
-	leader := c.Leader()
+	leader := -1
+	waitFor(t, 20*time.Second, "a leader", func() bool { leader = c.Leader(); return leader >= 0 })
 	follower := (leader + 1) % c.Size()
 	conn, _ := dial(t, c.ClientAddrs()[leader], 10*time.Second)
 	defer conn.Close()
