@@ -210,3 +210,61 @@ func TestClusterReattachCatchesUp(t *testing.T) {
 		t.Fatalf("after re-attaching, exists of the session's own write: %v", h.Err)
 	}
 }
+
+// TestClusterReattachMovesOnFromABehindNode: a node that cannot catch up
+// (it hears the leader, but its own connections to it hang) refuses a re-attaching session
+// within a third of its timeout, so that the client has the rest of it to
+// reach a member that is current, as a ZooKeeper follower that is not in
+// sync takes no clients at all. Waiting out the whole timeout there let
+// the session expire with a healthy leader in reach (the disk nemesis saw
+// clients held 4 s by a member resyncing from empty).
+func TestClusterReattachMovesOnFromABehindNode(t *testing.T) {
+	network := faultnet.New()
+	nodes := startClusterOn(t, network, 3, 200*time.Millisecond)
+	leader := leaderOf(nodes)
+	var followers []*Server
+	for _, s := range nodes {
+		if s != leader {
+			followers = append(followers, s)
+		}
+	}
+	behind, other := followers[0], followers[1]
+
+	first := dialRaw(t, other.Addr().String())
+	session := first.handshake(4000, 0, nil)
+	timeout := time.Duration(session.Timeout) * time.Millisecond
+	waitFor(t, 10*time.Second, "the session on every node", func() bool {
+		for _, s := range nodes {
+			if _, _, ok := s.db.Session(session.SessionID); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	// The node hears the leader but cannot ask it anything: it follows,
+	// and cannot learn what the leader has committed.
+	network.DropOneWay(behind.cfg.Raft.RaftAddr, leader.cfg.Raft.RaftAddr)
+	first.nc.Close()
+	lost := time.Now()
+
+	again := dialRaw(t, behind.Addr().String())
+	again.writeRaw(frame(func(e *wire.Encoder) {
+		(&wire.ConnectRequest{Timeout: int32(timeout / time.Millisecond), SessionID: session.SessionID, Passwd: session.Passwd}).Encode(e)
+	}))
+	_ = again.nc.SetReadDeadline(time.Now().Add(2 * timeout))
+	n, err := again.nc.Read(make([]byte, 64))
+	refused := time.Since(lost)
+	if err == nil {
+		t.Fatalf("the lagging node answered the re-attach (%d bytes) instead of refusing it", n)
+	}
+	if refused > timeout/2 {
+		t.Fatalf("the lagging node refused the re-attach %v after the client lost its connection: the session's timeout is %v, and the client is left too little of it to reach a current member", refused, timeout)
+	}
+	t.Logf("refused %v after the connection was lost (timeout %v)", refused, timeout)
+	// The client moves on, and its session is still there.
+	back := dialRaw(t, other.Addr().String())
+	resp := back.handshake(int32(timeout/time.Millisecond), session.SessionID, session.Passwd)
+	if resp.SessionID != session.SessionID || resp.Timeout == 0 {
+		t.Fatalf("re-attach on a current member %v after the connection was lost: %+v (expired)", time.Since(lost), resp)
+	}
+}

@@ -36,8 +36,13 @@ func (c *conn) connect(req *wire.ConnectRequest) bool {
 		// leader. The client must see that write, or a lock recipe that
 		// looks for its own node after a connection loss would miss it and
 		// queue twice.
-		// No longer than the session could live without us.
-		ctx, cancel := context.WithTimeout(s.ctx, timeout)
+		// No longer than a third of the session's timeout: a member that
+		// cannot catch up by then (resyncing from empty, cut off from the
+		// leader one way) refuses, and the client has the rest of the
+		// timeout to reach one that is current, as a ZooKeeper follower
+		// not in sync takes no clients at all. Holding it for the whole
+		// timeout let its session expire with a healthy leader in reach.
+		ctx, cancel := context.WithTimeout(s.ctx, timeout/3)
 		err := s.catchUp(ctx)
 		cancel()
 		if err != nil {
