@@ -39,9 +39,9 @@ func (c *conn) reply(xid int32, zxid int64, err error, body encodable) {
 	if code != wire.CodeOK {
 		body = nil
 	}
-	c.out.send(wire.ReplyHeader{Xid: xid, Zxid: zxid, Err: code}, body)
-	c.answered(c.cur, zxid)
+	c.answered(c.cur, zxid) // counted first: see replyTo
 	c.cur = request{}
+	c.out.send(wire.ReplyHeader{Xid: xid, Zxid: zxid, Err: code}, body)
 }
 
 // replyTo queues the reply to a request this connection proposed, from
@@ -51,16 +51,19 @@ func (c *conn) replyTo(r request, zxid int64, err error, body encodable) {
 	if code != wire.CodeOK {
 		body = nil
 	}
-	c.out.send(wire.ReplyHeader{Xid: r.xid, Zxid: zxid, Err: code}, body)
+	// Counted before it is queued, as ZooKeeper's final processor counts
+	// a response before it sends it: the writer may deliver the reply at
+	// once, and a client that then asks cons or mntr must find it counted.
 	c.answered(r, zxid)
+	c.out.send(wire.ReplyHeader{Xid: r.xid, Zxid: zxid, Err: code}, body)
 }
 
 // notify queues a watch notification.
 func (c *conn) notify(ev *wire.WatcherEvent) {
-	c.out.send(wire.ReplyHeader{Xid: wire.XidNotification, Zxid: -1}, ev)
 	c.srv.stats.packetsSent.Add(1)
 	c.srv.stats.notifications.Add(1)
 	c.stats.sent.Add(1)
+	c.out.send(wire.ReplyHeader{Xid: wire.XidNotification, Zxid: -1}, ev)
 }
 
 // received counts one request frame read from the connection.

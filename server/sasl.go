@@ -62,9 +62,9 @@ func (c *conn) saslStep(h wire.RequestHeader) bool {
 // sendSASL queues a SetSASLResponse. Unlike other replies it carries its
 // body (a null token) even with an error, as ZooKeeper sends it.
 func (c *conn) sendSASL(xid int32, code wire.Code, token []byte) {
-	c.out.send(wire.ReplyHeader{Xid: xid, Err: code}, saslToken(token))
-	c.answered(c.cur, 0)
+	c.answered(c.cur, 0) // counted first: see replyTo
 	c.cur = request{}
+	c.out.send(wire.ReplyHeader{Xid: xid, Err: code}, saslToken(token))
 }
 
 // saslToken is a SetSASLResponse: a jute buffer, nil written as null.

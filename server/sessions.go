@@ -161,9 +161,9 @@ func (c *conn) sendConnectResponse(r *wire.ConnectResponse) {
 	at := e.BeginFrame()
 	r.Encode(&e)
 	e.EndFrame(at)
-	c.out.sendRaw(e.Bytes())
-	c.answered(c.cur, c.lastZxid())
+	c.answered(c.cur, c.lastZxid()) // counted first: see replyTo
 	c.cur = request{}
+	c.out.sendRaw(e.Bytes())
 }
 
 // touch records activity on the connection's session; false means the
