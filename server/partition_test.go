@@ -160,29 +160,8 @@ func TestClusterPartitionedLeader(t *testing.T) {
 // session with its leader; otherwise a lock recipe looking for its own
 // node after a connection loss would miss it and queue twice.
 func TestClusterReattachCatchesUp(t *testing.T) {
-	network := faultnet.New()
-	nodes := startClusterOn(t, network, 3, 200*time.Millisecond)
-	leader := leaderOf(nodes)
-	var followers []*Server
-	for _, s := range nodes {
-		if s != leader {
-			followers = append(followers, s)
-		}
-	}
-	behind, other := followers[0], followers[1]
-
-	first := dialRaw(t, other.Addr().String())
-	session := first.handshake(10000, 0, nil)
-	// Every node knows the session before the one that falls behind is cut off.
-	waitFor(t, 10*time.Second, "the session on every node", func() bool {
-		for _, s := range nodes {
-			_, _, ok := s.db.Session(session.SessionID)
-			if !ok {
-				return false
-			}
-		}
-		return true
-	})
+	rc := newReattachCase(t, 10000)
+	network, leader, behind, other, first, session := rc.network, rc.leader, rc.behind, rc.other, rc.first, rc.session
 	network.Isolate(behind.cfg.Raft.RaftAddr, leader.cfg.Raft.RaftAddr, other.cfg.Raft.RaftAddr)
 
 	first.send(1, wire.OpCreate, &wire.CreateRequest{Path: "/written-elsewhere",
@@ -219,28 +198,9 @@ func TestClusterReattachCatchesUp(t *testing.T) {
 // the session expire with a healthy leader in reach (the disk nemesis saw
 // clients held 4 s by a member resyncing from empty).
 func TestClusterReattachMovesOnFromABehindNode(t *testing.T) {
-	network := faultnet.New()
-	nodes := startClusterOn(t, network, 3, 200*time.Millisecond)
-	leader := leaderOf(nodes)
-	var followers []*Server
-	for _, s := range nodes {
-		if s != leader {
-			followers = append(followers, s)
-		}
-	}
-	behind, other := followers[0], followers[1]
-
-	first := dialRaw(t, other.Addr().String())
-	session := first.handshake(4000, 0, nil)
+	rc := newReattachCase(t, 4000)
+	network, leader, behind, other, first, session := rc.network, rc.leader, rc.behind, rc.other, rc.first, rc.session
 	timeout := time.Duration(session.Timeout) * time.Millisecond
-	waitFor(t, 10*time.Second, "the session on every node", func() bool {
-		for _, s := range nodes {
-			if _, _, ok := s.db.Session(session.SessionID); !ok {
-				return false
-			}
-		}
-		return true
-	})
 	// The node hears the leader but cannot ask it anything: it follows,
 	// and cannot learn what the leader has committed.
 	network.DropOneWay(behind.cfg.Raft.RaftAddr, leader.cfg.Raft.RaftAddr)
@@ -267,4 +227,40 @@ func TestClusterReattachMovesOnFromABehindNode(t *testing.T) {
 	if resp.SessionID != session.SessionID || resp.Timeout == 0 {
 		t.Fatalf("re-attach on a current member %v after the connection was lost: %+v (expired)", time.Since(lost), resp)
 	}
+}
+
+// reattachCase is a three-node cluster with a session opened on one
+// follower (other), known to every node, and the follower that a test
+// makes fall behind.
+type reattachCase struct {
+	network               *faultnet.Network
+	leader, behind, other *Server
+	first                 *rawClient // the session's connection to other
+	session               wire.ConnectResponse
+}
+
+func newReattachCase(t *testing.T, timeoutMs int32) reattachCase {
+	t.Helper()
+	rc := reattachCase{network: faultnet.New()}
+	nodes := startClusterOn(t, rc.network, 3, 200*time.Millisecond)
+	rc.leader = leaderOf(nodes)
+	var followers []*Server
+	for _, s := range nodes {
+		if s != rc.leader {
+			followers = append(followers, s)
+		}
+	}
+	rc.behind, rc.other = followers[0], followers[1]
+	rc.first = dialRaw(t, rc.other.Addr().String())
+	rc.session = rc.first.handshake(timeoutMs, 0, nil)
+	// Every node knows the session before the one that falls behind is cut off.
+	waitFor(t, 10*time.Second, "the session on every node", func() bool {
+		for _, s := range nodes {
+			if _, _, ok := s.db.Session(rc.session.SessionID); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	return rc
 }
