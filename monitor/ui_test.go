@@ -233,14 +233,22 @@ func TestTraceStream(t *testing.T) {
 	}
 }
 
-// TestTraceRateLimit: a viewer over its rate gets what the rate allows,
-// and is told of every event it lost: what it read and what it was told
-// it lost add up to what was published.
-func TestTraceRateLimit(t *testing.T) {
+// rateLimitedViewer is a standalone server's monitor with one trace
+// viewer reading at 5 events a second, subscribed.
+func rateLimitedViewer(t *testing.T) (*memSource, *Monitor, <-chan map[string]any) {
+	t.Helper()
 	src := standalone()
 	m := newMonitor(t, src, Config{})
 	lines, _ := traceLines(t, m, "rate=5")
 	waitViewers(t, m, 1)
+	return src, m, lines
+}
+
+// TestTraceRateLimit: a viewer over its rate gets what the rate allows,
+// and is told of every event it lost: what it read and what it was told
+// it lost add up to what was published.
+func TestTraceRateLimit(t *testing.T) {
+	src, m, lines := rateLimitedViewer(t)
 	const published = 60
 	for i := range published {
 		src.broker.Publish(trace.Event{Kind: trace.TxnApplied, Op: "setData", Path: "/x", Zxid: int64(i + 1)})
@@ -274,10 +282,7 @@ func TestTraceRateLimit(t *testing.T) {
 // viewer's buffer holds between two reads, still reach it no faster than
 // its rate (its burst, then so many a second).
 func TestTraceRateOverTime(t *testing.T) {
-	src := standalone()
-	m := newMonitor(t, src, Config{})
-	lines, _ := traceLines(t, m, "rate=5")
-	waitViewers(t, m, 1)
+	src, _, lines := rateLimitedViewer(t)
 	const published = 60
 	start := time.Now()
 	pace := time.NewTicker(40 * time.Millisecond)
