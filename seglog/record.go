@@ -152,7 +152,7 @@ type scanResult struct {
 	// read to the end.
 	bad string
 	// tornOnly is set when everything from end on is what a crash
-	// mid-append leaves, and nothing a record was ever acknowledged from.
+	// mid-append leaves: a write never synced, so never acknowledged.
 	tornOnly bool
 }
 
