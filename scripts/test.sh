@@ -68,7 +68,7 @@ set -e
 
 # -v prints one --- line per test and subtest, indented by depth.
 count() { grep -cE "^ *--- $1: " "$2" || true; }
-summarize() { # summarize LOG: what one pass printed, failures repeated
+summarize() { # summarize LOG: counts, skips and packages of one pass
   local log=$1
   echo "tests: $(count PASS "$log") passed, $(count FAIL "$log") failed, $(count SKIP "$log") skipped"
   if grep -q '^WARNING: DATA RACE' "$log"; then
@@ -78,31 +78,38 @@ summarize() { # summarize LOG: what one pass printed, failures repeated
     echo "skipped:"
     grep -E '^ *--- SKIP: ' "$log" | sed -E 's/^ *--- SKIP: /  /'
   fi
-  if [ "$(count FAIL "$log")" -gt 0 ]; then
-    echo "failed:"
-    grep -E '^ *--- FAIL: ' "$log" | sed -E 's/^ *--- FAIL: /  /'
-    # -v streams a test's messages before its --- FAIL line, where a long
-    # package's output buries them: repeat the last lines each failed test
-    # wrote from a _test.go file (its t.Fatal or t.Error among them).
-    echo "failure messages (the last test-file lines before each --- FAIL):"
-    awk '
-      /^=== RUN / { name = $3; n[name] = 0; more = -1; next }
-      /^=== (CONT|NAME|PAUSE) / { name = $3; more = -1; next }
-      /^ +[[:alnum:]_]+_test\.go:[0-9]+: / {
-        line = $0; sub(/^ +/, "", line); at = n[name] % 12
-        buf[name, at] = line; n[name]++; more = 6; next
-      }
-      # A multi-line message continues, indented deeper, on the next lines.
-      /^         *[^ -]/ && more > 0 { line = $0; sub(/^ +/, "", line); buf[name, at] = buf[name, at] "\n      " line; more--; next }
-      { more = -1 }
-      /^ *--- FAIL: / {
-        t = $3; print "  " t ":"
-        k = n[t]; from = (k > 12) ? k - 12 : 0
-        for (i = from; i < k; i++) print "    " substr(buf[t, i % 12], 1, 2000)
-      }' "$log"
-  fi
   echo "packages:"
   grep -E '^(ok|FAIL|\?)[[:space:]]+[[:alnum:]._/-]+([[:space:]]|$)' "$log" | sed -E 's/^/  /' || true
+}
+failures() { # failures NAME LOG: what failed in one pass, and why
+  local name=$1 log=$2
+  if [ "$(count FAIL "$log")" -eq 0 ] && ! grep -qE '^FAIL[[:space:]]' "$log"; then
+    return
+  fi
+  echo "== what failed in the $name"
+  grep -E '^FAIL[[:space:]]+[[:alnum:]._/-]+' "$log" | sed -E 's/^FAIL[[:space:]]+/  package /' || true
+  grep -E '^ *--- FAIL: ' "$log" | sed -E 's/^ *--- FAIL: /  /' || true
+  # -v streams a test's messages before its --- FAIL line, where a long
+  # package's output buries them: repeat the last lines each failed test
+  # wrote from a _test.go file (its t.Fatal or t.Error among them).
+  echo "failure messages (the last test-file lines before each --- FAIL):"
+  awk '
+    /^=== RUN / { name = $3; n[name] = 0; more = -1; next }
+    /^=== (CONT|NAME|PAUSE) / { name = $3; more = -1; next }
+    /^ +[[:alnum:]_]+_test\.go:[0-9]+: / {
+      line = $0; sub(/^ +/, "", line); at = n[name] % 12
+      buf[name, at] = line; n[name]++; more = 6; next
+    }
+    # A multi-line message continues, indented deeper, on the next lines.
+    /^         *[^ -]/ && more > 0 { line = $0; sub(/^ +/, "", line); buf[name, at] = buf[name, at] "\n      " line; more--; next }
+    { more = -1 }
+    /^ *--- FAIL: / {
+      t = $3; print "  " t ":"
+      k = n[t]; from = (k > 12) ? k - 12 : 0
+      for (i = from; i < k; i++) print "    " substr(buf[t, i % 12], 1, 2000)
+    }' "$log"
+  # A panic or a timeout ends a package with no --- FAIL line for the test.
+  grep -E -A3 '^(panic: |fatal error: )' "$log" | head -40 | sed -E 's/^/  /' || true
 }
 echo
 echo "== summary ($((SECONDS - start))s, CI=${CI:-unset})"
@@ -110,6 +117,10 @@ summarize "$log"
 echo
 echo "== summary of the race detector's pass"
 summarize "$racelog"
+# Failures come last: CI keeps the tail of this output.
+echo
+failures "first pass" "$log"
+failures "race detector's pass" "$racelog"
 if [ "$status" -ne 0 ] || [ "$race_status" -ne 0 ]; then
   echo "RESULT: FAIL (go test exit status $status, under the race detector $race_status)"
   exit 1
