@@ -31,6 +31,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/hutchzk/hutch/internal/freeport"
 )
 
 func main() {
@@ -57,28 +59,64 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	inner, err := freePort()
-	if err != nil {
-		return err
+	// The private port is picked free, then bound by the server a moment
+	// later: another process may take it in between. A server that exits
+	// before it serves gets another port, a few times.
+	for attempt := 1; ; attempt++ {
+		inner, err := freeport.Pick("127.0.0.1")
+		if err != nil {
+			return err
+		}
+		// The server's own copy of zoo.cfg, on the private port, next to
+		// the original so that relative paths and dynamic files land alike.
+		copyFile := filepath.Join(filepath.Dir(cfgFile), "zoo.shim.cfg")
+		if err := os.WriteFile(copyFile, []byte(withClientPort(string(data), inner)), 0o644); err != nil {
+			return err
+		}
+		cmd, err := serverCommand(copyFile)
+		if err != nil {
+			return err
+		}
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		// The server dies with the shim, however the shim dies.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		addr := "127.0.0.1:" + strconv.Itoa(inner)
+		if err, ended := waitServing(addr, exited); ended {
+			if attempt < 4 {
+				fmt.Fprintf(os.Stderr, "gozkshim: the server exited before serving on %s (%v); trying another port\n", addr, err)
+				continue
+			}
+			return err
+		}
+		go relay(ln, addr)
+		return <-exited
 	}
-	// The server's own copy of zoo.cfg, on the private port, next to the
-	// original so that relative paths and dynamic files land alike.
-	copyFile := filepath.Join(filepath.Dir(cfgFile), "zoo.shim.cfg")
-	if err := os.WriteFile(copyFile, []byte(withClientPort(string(data), inner)), 0o644); err != nil {
-		return err
+}
+
+// waitServing waits until addr takes a connection, or the server exits
+// first (ended, with its exit error).
+func waitServing(addr string, exited <-chan error) (err error, ended bool) {
+	for {
+		select {
+		case err := <-exited:
+			return err, true
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return nil, false
+		}
+		select {
+		case err := <-exited:
+			return err, true
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	cmd, err := serverCommand(copyFile)
-	if err != nil {
-		return err
-	}
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	// The server dies with the shim, however the shim dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	go relay(ln, "127.0.0.1:"+strconv.Itoa(inner))
-	return cmd.Wait()
 }
 
 // serverCommand runs hutch or ZooKeeper on cfg, as GOZKSHIM_SERVER says.
@@ -124,15 +162,6 @@ func withClientPort(cfg string, port int) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // relay serves the client port: each connection is relayed to the server
