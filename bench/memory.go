@@ -53,10 +53,10 @@ func runMemory(ctx context.Context, e *env) (*measurement, error) {
 		return nil, err
 	}
 	defer g.close()
-	pid := e.target.PID
+	pids := e.target.PIDs
 	var before int64
-	if pid != 0 {
-		if before, err = readRSS(pid); err != nil {
+	if len(pids) != 0 {
+		if before, err = readRSS(pids...); err != nil {
 			return nil, err
 		}
 	}
@@ -91,11 +91,11 @@ func runMemory(ctx context.Context, e *env) (*measurement, error) {
 	}
 	m := rated("creates/s", znodes, elapsed, "create", lat...)
 	t.serverCPU(m, "create", znodes)
-	if pid == 0 {
+	if len(pids) == 0 {
 		m.notes = append(m.notes, "RSS unknown: give the server's process id with --pid (--against-pid)")
 		return m, nil
 	}
-	after, err := readRSS(pid)
+	after, err := readRSS(pids...)
 	if err != nil {
 		return nil, err
 	}

@@ -48,11 +48,12 @@ type Size struct {
 }
 
 // Target is a server to measure: its connect string split into servers,
-// and optionally its process id, for its memory.
+// and optionally its process ids (one per member of an ensemble), for its
+// CPU time and memory, summed over them.
 type Target struct {
 	Connect string   `json:"connect"`
 	Servers []string `json:"-"`
-	PID     int      `json:"pid,omitempty"`
+	PIDs    []int    `json:"pids,omitempty"`
 }
 
 // Limits the argument checks enforce, so that no flag can make a loop
@@ -83,8 +84,8 @@ func parseArgs(ctx context.Context, args []string, usage io.Writer) (*Options, e
 	fs.StringVar(&target, "target", "127.0.0.1:"+defaultPort, "connect string of the server measured: host:port[,host:port...]; sessions are spread over the hosts in turn")
 	fs.StringVar(&against, "against", "", "connect string of a second server: rounds alternate between the two and each figure's ratio (target / against) is printed")
 	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "allow targets that do not resolve to loopback addresses")
-	fs.IntVar(&o.Target.PID, "pid", 0, "process id of the target server: every workload reports the server's CPU time per operation, memory its VmRSS (from /proc)")
-	fs.IntVar(&o.Against.PID, "against-pid", 0, "process id of the --against server, likewise")
+	fs.IntSliceVar(&o.Target.PIDs, "pid", nil, "process id of the target server, or of each member of an ensemble (comma-separated): every workload reports the server's CPU time per operation, memory its VmRSS (from /proc), summed over the processes")
+	fs.IntSliceVar(&o.Against.PIDs, "against-pid", nil, "process id(s) of the --against server, likewise")
 	fs.IntVar(&o.Rounds, "rounds", 3, "measured rounds per target; each figure is the median of its rounds")
 	fs.BoolVar(&warmUp, "warmup", true, "run one discarded warm-up round per target before the measured ones")
 	fs.DurationVar(&o.MaxTime, "max-time", 5*time.Minute, "bound on one run of one workload against one server, setup included; its cleanup gets as long again")
@@ -136,20 +137,19 @@ func parseArgs(ctx context.Context, args []string, usage io.Writer) (*Options, e
 			return nil, err
 		}
 		o.Against.Connect = against
-	} else if o.Against.PID != 0 {
+	} else if len(o.Against.PIDs) != 0 {
 		return nil, errors.New("--against-pid needs --against")
 	}
 	for _, p := range []struct {
 		flag string
-		pid  int
-	}{{"--pid", o.Target.PID}, {"--against-pid", o.Against.PID}} {
-		if p.pid == 0 {
-			continue
+		pids []int
+	}{{"--pid", o.Target.PIDs}, {"--against-pid", o.Against.PIDs}} {
+		for _, pid := range p.pids {
+			if pid <= 0 {
+				return nil, fmt.Errorf("%s %d: not a process id", p.flag, pid)
+			}
 		}
-		if p.pid < 0 {
-			return nil, fmt.Errorf("%s %d: not a process id", p.flag, p.pid)
-		}
-		if _, err := readRSS(p.pid); err != nil {
+		if _, err := readRSS(p.pids...); err != nil {
 			return nil, fmt.Errorf("%s: %w", p.flag, err)
 		}
 	}
@@ -298,9 +298,22 @@ func checkLoopback(ctx context.Context, host string) error {
 	return nil
 }
 
-// readRSS returns the resident set size of process pid, from VmRSS in
+// readRSS returns the resident set sizes of the processes pids, summed.
+func readRSS(pids ...int) (int64, error) {
+	var sum int64
+	for _, pid := range pids {
+		rss, err := processRSS(pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += rss
+	}
+	return sum, nil
+}
+
+// processRSS returns the resident set size of process pid, from VmRSS in
 // /proc/pid/status.
-func readRSS(pid int) (int64, error) {
+func processRSS(pid int) (int64, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0, fmt.Errorf("read the memory of process %d: %w", pid, err)

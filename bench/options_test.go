@@ -2,8 +2,10 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,6 +46,7 @@ func TestParseArgsRefuses(t *testing.T) {
 		{[]string{"--expire-timeout", "-1s"}, "--expire-timeout"},
 		{[]string{"--against-pid", strconv.Itoa(os.Getpid())}, "--against-pid needs --against"},
 		{[]string{"--pid", "-3"}, "not a process id"},
+		{[]string{"--pid", strconv.Itoa(os.Getpid()) + ",0"}, "not a process id"},
 		{[]string{"--pid", "999999999"}, "--pid"},
 		{[]string{"--no-such-flag"}, "unknown flag"},
 	} {
@@ -73,7 +76,7 @@ func TestParseArgsAccepts(t *testing.T) {
 	}
 
 	o, err = parseArgs(ctx, []string{"--target", "localhost,[::1]:2182", "--against", "127.0.0.2:3000",
-		"--pid", strconv.Itoa(os.Getpid()), "--against-pid", strconv.Itoa(os.Getpid()),
+		"--pid", strconv.Itoa(os.Getpid()), "--against-pid", fmt.Sprintf("%d,%d", os.Getpid(), os.Getppid()),
 		"--rounds", "5", "--warmup=false", "--max-time", "2s", "--expire", "-1", "stock", "lock"}, io.Discard)
 	if err != nil {
 		t.Fatalf("valid arguments refused: %v", err)
@@ -87,7 +90,8 @@ func TestParseArgsAccepts(t *testing.T) {
 	if len(o.Workloads) != 2 || o.Workloads[0] != stockWorkload || o.Workloads[1] != lockWorkload {
 		t.Errorf("workloads not stock, lock in that order")
 	}
-	if o.Rounds != 5 || o.WarmUp || o.MaxTime != 2*time.Second || o.Target.PID != os.Getpid() {
+	if o.Rounds != 5 || o.WarmUp || o.MaxTime != 2*time.Second || !slices.Equal(o.Target.PIDs, []int{os.Getpid()}) ||
+		!slices.Equal(o.Against.PIDs, []int{os.Getpid(), os.Getppid()}) {
 		t.Errorf("options %+v", o)
 	}
 	if _, _, expire, _ := sessionsSize(o.Size); expire != 0 {
@@ -148,5 +152,18 @@ func TestReadRSS(t *testing.T) {
 	// machine this runs on, less than its total memory.
 	if rss < 1<<20 || rss > 1<<40 {
 		t.Errorf("readRSS(self) = %d bytes", rss)
+	}
+	// An ensemble's figure is its members' sum.
+	parent, err := readRSS(os.Getppid())
+	if err != nil {
+		t.Fatalf("readRSS(parent): %v", err)
+	}
+	both, err := readRSS(os.Getpid(), os.Getppid())
+	if err != nil {
+		t.Fatalf("readRSS(self, parent): %v", err)
+	}
+	// Each was read at its own moment: allow for the heap moving between.
+	if diff := both - rss - parent; diff < -4<<20 || diff > 4<<20 {
+		t.Errorf("readRSS(self, parent) = %d, want about %d + %d", both, rss, parent)
 	}
 }

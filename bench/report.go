@@ -143,10 +143,17 @@ func writeHeader(w io.Writer, r *Report) {
 }
 
 func describeTarget(t Target) string {
-	if t.PID != 0 {
-		return fmt.Sprintf("%s (pid %d)", t.Connect, t.PID)
+	switch len(t.PIDs) {
+	case 0:
+		return t.Connect
+	case 1:
+		return fmt.Sprintf("%s (pid %d)", t.Connect, t.PIDs[0])
 	}
-	return t.Connect
+	pids := make([]string, len(t.PIDs))
+	for i, pid := range t.PIDs {
+		pids[i] = strconv.Itoa(pid)
+	}
+	return fmt.Sprintf("%s (pids %s)", t.Connect, strings.Join(pids, ","))
 }
 
 // writeTable prints one workload's figures: with one server the median and

@@ -134,14 +134,14 @@ func cleanUp(ctx context.Context, opt *Options, target Target, root string, prog
 // CPU time over it: what the server spent, whatever the client did.
 type timer struct {
 	start time.Time
-	pid   int
+	pids  []int
 	cpu   time.Duration // the server's CPU time at start
 }
 
 func (e *env) startTimer() timer {
-	t := timer{start: time.Now(), pid: e.target.PID}
-	if t.pid > 0 {
-		t.cpu, _ = processCPU(t.pid)
+	t := timer{start: time.Now(), pids: e.target.PIDs}
+	if len(t.pids) > 0 {
+		t.cpu, _ = processesCPU(t.pids)
 	}
 	return t
 }
@@ -152,21 +152,35 @@ func (t timer) since(at time.Time) time.Duration { return at.Sub(t.start) }
 // serverCPU adds to m the server's CPU time since the timer started per
 // one of count units, when the server's process id is known.
 func (t timer) serverCPU(m *measurement, unit string, count int) {
-	if t.pid <= 0 || count <= 0 {
+	if len(t.pids) == 0 || count <= 0 {
 		return
 	}
-	now, err := processCPU(t.pid)
+	now, err := processesCPU(t.pids)
 	if err != nil {
 		return
 	}
 	m.add(Figure{Name: "server CPU per " + unit, Unit: "µs", Better: Lower,
 		Value:      float64((now - t.cpu).Microseconds()) / float64(count),
-		Resolution: float64(cpuTick.Microseconds()) / float64(count)})
+		Resolution: float64(len(t.pids)) * float64(cpuTick.Microseconds()) / float64(count)})
 }
 
 // cpuTick is the unit /proc counts a process's CPU time in: USER_HZ,
 // 100 a second on Linux.
 const cpuTick = 10 * time.Millisecond
+
+// processesCPU sums the CPU time of the processes pids (an ensemble's
+// members).
+func processesCPU(pids []int) (time.Duration, error) {
+	var sum time.Duration
+	for _, pid := range pids {
+		cpu, err := processCPU(pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += cpu
+	}
+	return sum, nil
+}
 
 // processCPU reads a process's user and system CPU time from /proc, in
 // the kernel's 10 ms ticks (USER_HZ is 100 on Linux).
