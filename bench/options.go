@@ -299,14 +299,18 @@ func checkLoopback(ctx context.Context, host string) error {
 }
 
 // readRSS returns the resident set sizes of the processes pids, summed.
-func readRSS(pids ...int) (int64, error) {
-	var sum int64
+func readRSS(pids ...int) (int64, error) { return sumOver(pids, processRSS) }
+
+// sumOver adds up read's figure for each of the processes pids (an
+// ensemble's members).
+func sumOver[T int64 | time.Duration](pids []int, read func(pid int) (T, error)) (T, error) {
+	var sum T
 	for _, pid := range pids {
-		rss, err := processRSS(pid)
+		v, err := read(pid)
 		if err != nil {
 			return 0, err
 		}
-		sum += rss
+		sum += v
 	}
 	return sum, nil
 }

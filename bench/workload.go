@@ -170,17 +170,7 @@ const cpuTick = 10 * time.Millisecond
 
 // processesCPU sums the CPU time of the processes pids (an ensemble's
 // members).
-func processesCPU(pids []int) (time.Duration, error) {
-	var sum time.Duration
-	for _, pid := range pids {
-		cpu, err := processCPU(pid)
-		if err != nil {
-			return 0, err
-		}
-		sum += cpu
-	}
-	return sum, nil
-}
+func processesCPU(pids []int) (time.Duration, error) { return sumOver(pids, processCPU) }
 
 // processCPU reads a process's user and system CPU time from /proc, in
 // the kernel's 10 ms ticks (USER_HZ is 100 on Linux).
