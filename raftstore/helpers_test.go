@@ -186,6 +186,18 @@ func startCluster(tb testing.TB, n int, mod func(*Config)) []*node {
 		}
 	}
 	waitLeader(tb, 5*time.Second, nodes...)
+	// Every member must know the whole membership before a test takes a
+	// member away: AddVoter returns once a majority holds the change, and
+	// a follower that missed it knows neither the member added after it
+	// nor, in hashicorp/raft, grants that member its vote. With the leader
+	// then closed, the two left could never elect (TestTermNotStoredWhileClosing
+	// failed so, under load: node 2 knew {1,2}, node 3 {1,2,3}).
+	for _, nd := range nodes {
+		waitFor(tb, 10*time.Second, fmt.Sprintf("node %d to know all %d members", nd.cfg.NodeID, n), func() bool {
+			f := nd.raft.GetConfiguration()
+			return f.Error() == nil && len(f.Configuration().Servers) == n
+		})
+	}
 	return nodes
 }
 
