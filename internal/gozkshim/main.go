@@ -86,7 +86,7 @@ func run(args []string) error {
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
 		addr := "127.0.0.1:" + strconv.Itoa(inner)
-		if err, ended := waitServing(addr, exited); ended {
+		if ended, err := waitServing(addr, exited); ended {
 			if attempt < 4 {
 				fmt.Fprintf(os.Stderr, "gozkshim: the server exited before serving on %s (%v); trying another port\n", addr, err)
 				continue
@@ -100,20 +100,20 @@ func run(args []string) error {
 
 // waitServing waits until addr takes a connection, or the server exits
 // first (ended, with its exit error).
-func waitServing(addr string, exited <-chan error) (err error, ended bool) {
+func waitServing(addr string, exited <-chan error) (ended bool, err error) {
 	for {
 		select {
 		case err := <-exited:
-			return err, true
+			return true, err
 		default:
 		}
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 			c.Close()
-			return nil, false
+			return false, nil
 		}
 		select {
 		case err := <-exited:
-			return err, true
+			return true, err
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
