@@ -47,6 +47,21 @@ func (s *Server) Replication() ReplicationInfo {
 		Term: in.Term, Members: in.Members, Replicas: in.Replicas, LastContact: in.LastContact, Raft: in.Raft, DataDir: in.DataDir}
 }
 
+// leaderSilent reports whether this member of an ensemble has heard no
+// leader for longer than d (it knows none, or its last contact is older),
+// as while its leader is dead and an election runs. The leader itself,
+// and a standalone server, are never silent.
+func (s *Server) leaderSilent(d time.Duration) bool {
+	if s.repl == nil {
+		return false
+	}
+	in := s.repl.Info()
+	if in.State.Leads() {
+		return false
+	}
+	return in.LeaderID == 0 || in.LastContact.IsZero() || time.Since(in.LastContact) > d
+}
+
 // catchUp brings this node's state up to every write committed before the
 // call, for sync and re-attach.
 func (s *Server) catchUp(ctx context.Context) error {

@@ -45,6 +45,19 @@ func (c *conn) connect(req *wire.ConnectRequest) bool {
 		ctx, cancel := context.WithTimeout(s.ctx, timeout/3)
 		err := s.catchUp(ctx)
 		cancel()
+		if err != nil && s.leaderSilent(timeout/6) {
+			// But while no leader is heard (it died, an election is
+			// under way), no member is more current than this one and
+			// moving on gains the client nothing: the member that wins,
+			// or follows the winner, serves first. Wait for that within
+			// the session's timeout, as before the bound (go-zookeeper's
+			// client gives up a queued request after trying every
+			// member once, which refusing each after a third made it do
+			// while the election ran).
+			ctx, cancel := context.WithDeadline(s.ctx, began.Add(timeout))
+			err = s.catchUp(ctx)
+			cancel()
+		}
 		if err != nil {
 			s.log.Info("refusing re-attach: cannot catch up with the leader", "session", req.SessionID, "ip", c.ip, "err", err)
 			return false
