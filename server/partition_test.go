@@ -229,6 +229,120 @@ func TestClusterReattachMovesOnFromABehindNode(t *testing.T) {
 	}
 }
 
+// TestClusterReattachWaitsOutAnElection: a session re-attaching on a
+// member while its leader is dead and the election runs past a third of
+// the session's timeout is held until the new leader serves, not refused
+// at that third: while no member hears a leader none is more current, and
+// go-zookeeper's client, refused by every member in turn, failed its
+// queued request with "could not connect to a server" (its
+// TestIntegration_DNSHostProviderReconnect against hutch). The election is
+// held back by dropping the survivors' links to each other until the
+// re-attach has waited past the bound. A survivor notices the loss one to
+// three heartbeat timeouts (1.5 to 4.5 s here) after the last heartbeat:
+// the session's timeout of 6 s leaves the election time to finish after
+// that, and the election timeout of 3 s keeps the waiting member serving
+// until then (it drops its clients after LeaderlessLimit without one).
+func TestClusterReattachWaitsOutAnElection(t *testing.T) {
+	const timeout = 6 * time.Second
+	network := faultnet.New()
+	nodes := startClusterOn(t, network, 3, 200*time.Millisecond, func(_ uint64, cfg *Config) {
+		cfg.MaxSessionTimeout = timeout // the tick would cap it at 4 s
+		cfg.Raft.ElectionTimeout = 3 * time.Second
+		cfg.Raft.QuietAfter = -1 // no slower timing while the ensemble holds no session
+	})
+	leader := leaderOf(nodes)
+	var member, winner *Server // the member re-attached on, and the next leader
+	for _, s := range nodes {
+		switch {
+		case s == leader:
+		case member == nil:
+			member = s
+		default:
+			winner = s
+		}
+	}
+	acl := []wire.ACL{{Perms: wire.PermAll, ID: wire.ID{Scheme: "world", ID: "anyone"}}}
+	first := dialRaw(t, leader.Addr().String())
+	session := first.handshake(int32(timeout/time.Millisecond), 0, nil)
+	first.send(1, wire.OpCreate, &wire.CreateRequest{Path: "/mine", Flags: wire.ModeEphemeral, ACL: acl})
+	h, _ := first.reply()
+	if h.Err != wire.CodeOK {
+		t.Fatalf("create through the leader: %v", h.Err)
+	}
+	waitFor(t, 10*time.Second, "the session and its ephemeral on every member", func() bool {
+		for _, s := range nodes {
+			var err error
+			s.db.Read(func(v *zkdb.View) { _, err = v.Tree.Exists("/mine") })
+			if _, _, ok := s.db.Session(session.SessionID); !ok || err != nil {
+				return false
+			}
+		}
+		return true
+	})
+
+	// No election can finish while the survivors cannot reach each other.
+	network.Drop(member.cfg.Raft.RaftAddr, winner.cfg.Raft.RaftAddr)
+	defer network.Heal()
+	_ = leader.Close()
+	began := time.Now()
+	again := dialRaw(t, member.Addr().String())
+	again.writeRaw(frame(func(e *wire.Encoder) {
+		(&wire.ConnectRequest{Timeout: int32(timeout / time.Millisecond), LastZxidSeen: h.Zxid,
+			SessionID: session.SessionID, Passwd: session.Passwd}).Encode(e)
+	}))
+
+	type answer struct {
+		body []byte
+		err  error
+		at   time.Duration // after the re-attach was sent
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		body, err := again.tryReadFrame(2 * timeout)
+		answered <- answer{body, err, time.Since(began)}
+	}()
+
+	// Once both survivors have lost the leader and the re-attach has waited
+	// past its bound, let one of them win: its links to the member first,
+	// so that the member cannot win too and split the vote.
+	waitFor(t, 10*time.Second, "the survivors to lose their leader", func() bool {
+		return member.Replication().LeaderID == 0 && winner.Replication().LeaderID == 0
+	})
+	leaderless := time.Since(began)
+	waitFor(t, timeout, "the re-attach to wait past its bound", func() bool { return time.Since(began) > timeout/3+timeout/10 })
+	healed := time.Since(began)
+	network.Undrop(winner.cfg.Raft.RaftAddr, member.cfg.Raft.RaftAddr)
+	waitFor(t, 10*time.Second, "a new leader", func() bool { return isLeader(winner) })
+	elected := time.Since(began)
+	network.Heal()
+
+	a := <-answered
+	t.Logf("survivors leaderless %v after the leader closed, links healed at %v, new leader at %v, re-attach answered at %v (bound %v, session timeout %v)",
+		leaderless.Round(time.Millisecond), healed.Round(time.Millisecond), elected.Round(time.Millisecond),
+		a.at.Round(time.Millisecond), timeout/3, timeout)
+	if a.err != nil {
+		t.Fatalf("the member refused the re-attach %v after it was sent, during an election (%v): it must wait for the new leader within the session's timeout of %v",
+			a.at.Round(time.Millisecond), a.err, timeout)
+	}
+	var resp wire.ConnectResponse
+	d := wire.NewDecoder(a.body)
+	resp.Decode(d)
+	if d.Err() != nil || resp.SessionID != session.SessionID || resp.Timeout == 0 {
+		t.Fatalf("re-attach during the election answered %+v (%v), want session %#x", resp, d.Err(), session.SessionID)
+	}
+	again.send(2, wire.OpExists, &wire.PathWatchRequest{Path: "/mine"})
+	h, d = again.reply()
+	var st wire.StatResponse
+	st.Decode(d)
+	if h.Err != wire.CodeOK || st.Stat.EphemeralOwner != session.SessionID {
+		t.Fatalf("the session's ephemeral after re-attaching: %v, owner %#x", h.Err, st.Stat.EphemeralOwner)
+	}
+	again.send(3, wire.OpCreate, &wire.CreateRequest{Path: "/after", ACL: acl})
+	if h, _ := again.reply(); h.Err != wire.CodeOK {
+		t.Fatalf("a write through the re-attached session: %v", h.Err)
+	}
+}
+
 // reattachCase is a three-node cluster with a session opened on one
 // follower (other), known to every node, and the follower that a test
 // makes fall behind.
