@@ -12,8 +12,11 @@ import (
 // waiter takes the current channel, looks at the state, and waits for
 // the channel to close; every change closes it and makes a new one.
 type changes struct {
-	mu sync.Mutex // guards ch
+	mu sync.Mutex // guards ch and leaderLost
 	ch chan struct{}
+	// leaderLost is when Raft last said it stopped knowing a leader (zero
+	// if never): one was known until then.
+	leaderLost time.Time
 }
 
 func newChanges() *changes { return &changes{ch: make(chan struct{})} }
@@ -30,6 +33,21 @@ func (c *changes) fire() {
 	close(c.ch)
 	c.ch = make(chan struct{})
 	c.mu.Unlock()
+}
+
+// noteLeaderLost records that Raft stopped knowing a leader at t; the
+// change is fired after, so that the look it wakes sees the time.
+func (c *changes) noteLeaderLost(t time.Time) {
+	c.mu.Lock()
+	c.leaderLost = t
+	c.mu.Unlock()
+}
+
+// lastLeaderLost returns when Raft last said it stopped knowing a leader.
+func (c *changes) lastLeaderLost() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leaderLost
 }
 
 // changeFallback bounds a wait for a change: observations are dropped
@@ -51,7 +69,10 @@ func (s *Store) observe() {
 	defer s.raft.DeregisterObserver(obs)
 	for {
 		select {
-		case <-ch:
+		case o := <-ch:
+			if l, ok := o.Data.(raft.LeaderObservation); ok && l.LeaderAddr == "" {
+				s.changes.noteLeaderLost(time.Now())
+			}
 			s.changes.fire()
 		case <-s.stop:
 			return

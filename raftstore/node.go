@@ -365,6 +365,15 @@ func (n *Node) lookAtLeadership(ctx context.Context, w *leadershipWatch, strande
 		}
 		w.lastLeader = id
 	} else {
+		// Count from when Raft stopped knowing the leader, not from the
+		// last look that found one: looks come on a change and every
+		// changeFallback besides, so that look can be 2 s older than the
+		// loss, and the node stopped serving during an ordinary election.
+		// Had the loss's observation been dropped, the time kept is older
+		// and the count errs towards stopping sooner, as before.
+		if lost := n.store.changes.lastLeaderLost(); lost.After(w.leaderSeen) {
+			w.leaderSeen = lost
+		}
 		leaderless := now.Sub(w.leaderSeen)
 		if left := n.LeaderlessLimit() - leaderless; left <= 0 {
 			n.events.Serving(false)
