@@ -28,7 +28,11 @@ const (
 	frameIndex    byte = 'I'
 	frameTouches  byte = 'T'
 	frameNotice   byte = 'N'
-	frameReconfig byte = 'R'
+	// frameNoticeStream (payload as frameNotice's) is a standing
+	// question: answered with a notice each time the leader applies more
+	// (notices.go). A leader that does not know it fails it.
+	frameNoticeStream byte = 'S'
+	frameReconfig     byte = 'R'
 
 	statusOK        byte = 0
 	statusNotLeader byte = 1

@@ -15,9 +15,14 @@ import (
 // follower whose client waits for its own write, a watch event or a sync
 // would wait for that, or for an entry appended (and fsynced on every
 // node) only to carry the commit index. Instead each follower keeps one
-// question open on the forwarding channel, "tell me when you have applied
-// past index n", and the leader answers with the newest entry it applied,
-// (index, term), as soon as there is one. An applied entry is committed,
+// question standing on the forwarding channel, "tell me whenever you
+// have applied past index n", and the leader answers with the newest
+// entry it applied, (index, term), each time there is a newer one
+// (frameNoticeStream): one frame from the follower serves every commit,
+// where a question answered once had to be asked again after each
+// answer, a third of the socket writes of a lone write's round. A leader
+// that does not know the standing question (an older hutch) is asked
+// once per answer, as before (frameNotice). An applied entry is committed,
 // so once the follower's own log holds an entry of that index and term it
 // holds, by Raft's log matching, every committed entry up to it, and
 // applies them (fsm.applyCommitted) without waiting for Raft to say so.
@@ -126,7 +131,10 @@ func (s *Store) followNotices() {
 			}
 			continue
 		}
-		err := s.askNotices(addr)
+		err := s.hearNotices(addr)
+		if errors.Is(err, errNoStream) {
+			err = s.askNotices(addr)
+		}
 		if errors.Is(err, ErrClosed) {
 			return
 		}
@@ -152,8 +160,101 @@ func (s *Store) sleep(d time.Duration) bool {
 	}
 }
 
+// errNoStream: the leader failed the standing question, as one that
+// does not know it does.
+var errNoStream = errors.New("raftstore: the leader does not stream notices")
+
+// hearNotices keeps a standing question open with addr and hands every
+// notice to the applier, until addr fails, stops leading, another member
+// is known to lead, or nothing at all comes back on the pipe for longer
+// than the leader's keep-alive and a forward's timeout (it is gone).
+// While no leader is known it keeps listening: the same member may win.
+func (s *Store) hearNotices(addr string) error {
+	silent := noticeWait + s.cfg.ForwardTimeout
+	p, err := s.pipeTo(addr, time.Now().Add(s.cfg.ForwardTimeout))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(s.stopCtx, s.cfg.ForwardTimeout)
+	after := binary.AppendUvarint(nil, s.notices.newest().index)
+	pc := p.sendStream(ctx, frameNoticeStream, after, func(index, term uint64) {
+		s.notices.heard(notice{index: index, term: term})
+	})
+	cancel()
+	defer p.forget(pc)
+	t := time.NewTimer(silent)
+	defer t.Stop()
+	for {
+		changed := s.changes.next()
+		if _, leader := s.Leader(); leader != addr && leader != "" {
+			return nil // a new leader: ask it
+		}
+		select {
+		case r := <-pc.res:
+			switch {
+			case r.err != nil && s.stopCtx.Err() != nil:
+				return ErrClosed
+			case r.err != nil:
+				return r.err
+			case r.status == statusNotLeader:
+				return ErrNotLeader
+			}
+			return errNoStream
+		case <-changed:
+		case <-t.C:
+			if time.Since(time.Unix(0, p.heard.Load())) >= silent {
+				p.fail(errPipeSilent) // answers pc.res
+			}
+			t.Reset(silent)
+		case <-s.stop:
+			return ErrClosed
+		}
+	}
+}
+
+// streamNotices answers a standing question on the leader: a notice each
+// time the entry applied moves past the last one sent, and the current
+// one every noticeWait (so the follower hears a live leader), until the
+// connection ends (done), a newer question on it replaces this one
+// (replaced), or this node stops leading.
+func (s *Store) streamNotices(payload []byte, done, replaced <-chan struct{}, send func(status byte, index, term uint64)) {
+	after, k := binary.Uvarint(payload)
+	if k <= 0 || k != len(payload) {
+		send(statusFailed, 0, 0)
+		return
+	}
+	t := time.NewTimer(noticeWait)
+	defer t.Stop()
+	for {
+		changed := s.changes.next()
+		if !s.IsLeader() {
+			send(statusNotLeader, 0, 0)
+			return
+		}
+		index, term, moved := s.fsm.last()
+		if index > after {
+			send(statusOK, index, term)
+			after = index
+			continue
+		}
+		select {
+		case <-moved:
+		case <-changed:
+		case <-t.C:
+			send(statusOK, index, term)
+			t.Reset(noticeWait)
+		case <-done:
+			return
+		case <-replaced:
+			return
+		case <-s.stop:
+			return
+		}
+	}
+}
+
 // askNotices asks addr for notice after notice until it fails or stops
-// leading.
+// leading: the question of a leader that does not stream.
 func (s *Store) askNotices(addr string) error {
 	var after [binary.MaxVarintLen64]byte
 	for {

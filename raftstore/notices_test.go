@@ -164,3 +164,72 @@ func TestApplyCommittedLeavesTheLogCacheAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestOneStandingQuestionServesEveryCommit: a follower keeps one notice
+// question standing with its leader, answered at every commit, so writes
+// forwarded one after another, each awaited through the notices alone
+// (Raft's commit timeout an hour long), cost the leader a question or
+// two in all. A leader that does not know the standing question (as one
+// from before it) fails it, and is then asked once per answer: the
+// follower still hears every commit, at a question each.
+func TestOneStandingQuestionServesEveryCommit(t *testing.T) {
+	const writes = 30
+	for _, tc := range []struct {
+		name       string
+		streamless bool
+	}{
+		{"a leader that streams", false},
+		{"a leader that does not", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := startCluster(t, 3, func(c *Config) {
+				c.CommitTimeout = time.Hour
+				c.streamlessNotices = tc.streamless
+			})
+			leader := waitLeader(t, 5*time.Second, nodes...)
+			f := followers(nodes, leader)[0]
+			asked := func() (n int64) {
+				for _, nd := range nodes {
+					n += nd.noticeQuestions.Load()
+				}
+				return n
+			}
+			before := asked()
+			for i := range writes {
+				path := fmt.Sprintf("/standing-%d", i)
+				forward(t, f, createCommand(f.cfg.NodeID, path))
+				waitFor(t, 5*time.Second, "node "+fmt.Sprint(f.cfg.NodeID)+" to apply "+path, func() bool {
+					return f.app.exists(path)
+				})
+			}
+			questions := asked() - before
+			t.Logf("%d writes heard by notice cost %d questions", writes, questions)
+			if tc.streamless {
+				if questions < writes {
+					t.Fatalf("%d questions for %d commits heard by notice: the follower did not ask again after each answer", questions, writes)
+				}
+				return
+			}
+			// Each election (a loaded machine may have one) costs each
+			// follower one more question; a third of the writes leaves room
+			// for several, and the question asked once per answer costs at
+			// least one per write.
+			if questions > writes/3 {
+				t.Fatalf("%d questions for %d commits: the question does not stand", questions, writes)
+			}
+
+			// The leader gone, the follower left stands its question with
+			// the new one: a write through it is still heard by notice.
+			if err := leader.Close(); err != nil {
+				t.Fatalf("close leader: %v", err)
+			}
+			rest := followers(nodes, leader)
+			next := waitLeader(t, 20*time.Second, rest...)
+			f = followers(rest, next)[0]
+			forward(t, f, createCommand(f.cfg.NodeID, "/after-the-leader"))
+			waitFor(t, 5*time.Second, "the follower to hear of a write under the new leader", func() bool {
+				return f.app.exists("/after-the-leader")
+			})
+		})
+	}
+}

@@ -85,6 +85,10 @@ type pipeCall struct {
 	// before the writer writes it, unless the write fails short of it.
 	sent bool
 	res  chan pipeResult // capacity 1: written once
+	// stream, when set, takes every answer with statusOK, and the call
+	// stays open until another status, a failure or forget ends it (a
+	// standing question: notices.go).
+	stream func(v, v2 uint64)
 }
 
 type pipeResult struct {
@@ -122,7 +126,14 @@ func (p *pipe) load() int {
 // clients are timed by theirs, and a report stuck here would keep the
 // follower answering clients the leader no longer hears of.)
 func (p *pipe) send(ctx context.Context, kind byte, payload []byte) *pipeCall {
-	pc := &pipeCall{kind: kind, payload: payload, res: make(chan pipeResult, 1)}
+	return p.sendStream(ctx, kind, payload, nil)
+}
+
+// sendStream is send for a frame answered any number of times: each
+// answer with statusOK goes to stream, on the pipe's reading goroutine
+// (so stream must not block), and res takes the one that ends the call.
+func (p *pipe) sendStream(ctx context.Context, kind byte, payload []byte, stream func(v, v2 uint64)) *pipeCall {
+	pc := &pipeCall{kind: kind, payload: payload, res: make(chan pipeResult, 1), stream: stream}
 	p.mu.Lock()
 	if p.broken != nil {
 		p.mu.Unlock()
@@ -231,12 +242,18 @@ func (p *pipe) readLoop() {
 		}
 		p.heard.Store(time.Now().UnixNano())
 		id := binary.BigEndian.Uint32(b[:])
+		v, v2 := binary.BigEndian.Uint64(b[5:]), binary.BigEndian.Uint64(b[13:])
 		p.mu.Lock()
 		pc := p.calls[id]
+		if pc != nil && pc.stream != nil && b[4] == statusOK {
+			p.mu.Unlock()
+			pc.stream(v, v2)
+			continue
+		}
 		delete(p.calls, id)
 		p.mu.Unlock()
 		if pc != nil {
-			pc.res <- pipeResult{status: b[4], v: binary.BigEndian.Uint64(b[5:]), v2: binary.BigEndian.Uint64(b[13:])}
+			pc.res <- pipeResult{status: b[4], v: v, v2: v2}
 		}
 	}
 }
@@ -473,7 +490,8 @@ func (s *Store) handlePipe(c net.Conn) {
 	r := bufio.NewReaderSize(c, 64<<10)
 	var hdr [9]byte
 	var frame []byte
-	refusing := false // a command frame was refused: refuse the rest
+	refusing := false           // a command frame was refused: refuse the rest
+	var streamEnd chan struct{} // closed to end the standing notice question
 	for {
 		if _, err := io.ReadFull(r, hdr[:4]); err != nil {
 			return
@@ -493,7 +511,33 @@ func (s *Store) handlePipe(c net.Conn) {
 		if _, err := io.CopyN(byteAppender{&frame}, r, n-5); err != nil {
 			return
 		}
+		if kind == frameNotice || kind == frameNoticeStream {
+			s.noticeQuestions.Add(1)
+		}
+		if kind == frameNoticeStream && s.cfg.streamlessNotices {
+			kind = 0 // as unknown
+		}
 		switch kind {
+		case frameNoticeStream:
+			// One standing question per connection: a new one (the
+			// follower forgot the last) ends the one before.
+			if streamEnd != nil {
+				close(streamEnd)
+			}
+			streamEnd = make(chan struct{})
+			end := streamEnd
+			select {
+			case slots <- struct{}{}:
+			case <-s.stop:
+				return
+			}
+			payload := append([]byte(nil), frame...)
+			waiting.Go(func() {
+				defer func() { <-slots }()
+				s.streamNotices(payload, done, end, func(status byte, index, term uint64) {
+					reply(id, status, index, term)
+				})
+			})
 		case frameIndex, frameNotice, frameTouches, frameDigest, frameReconfig:
 			// Touches too: a report of client activity must not wait
 			// behind commands that wait for Raft to take them, or the

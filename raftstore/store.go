@@ -151,6 +151,10 @@ type Config struct {
 	// leader's own appends (parallel.go): a test holds the first to keep
 	// them unsynced; BenchmarkFollowerWriteStages times the second.
 	beforeSync, afterSync func()
+	// streamlessNotices, for tests, makes this member lead as one from
+	// before the standing notice question: it fails it, as an unknown
+	// frame.
+	streamlessNotices bool
 }
 
 // deriveMembers fills Peers from Members, or Members from Peers.
@@ -329,6 +333,9 @@ type Store struct {
 	noticeLogs raft.LogStore
 
 	notices *notices // commit notices heard from the leader
+	// noticeQuestions counts the notice questions this member was put
+	// as a leader (tests show one standing question serves many commits).
+	noticeQuestions atomic.Int64
 	// onReconfig decides a reconfig forwarded to this node as leader
 	// (the Node's, set once it is open); nil until then.
 	onReconfig atomic.Pointer[func(payload []byte) (status byte)]
