@@ -27,6 +27,13 @@ import (
 //   - an entry is applied to the state (so the leader answers its writer,
 //     a commit notice names it, a read or sync sees it) only once this
 //     member's log holds it durably (fsm.durable);
+//   - a follower, whose own appends are synced before Raft hears of them,
+//     applies an entry a commit notice names once it is written here,
+//     without waiting for that sync: the leader applied it, so a durable
+//     majority holds it (the leader's copy and a follower's that answered),
+//     and this member's copy is the same entry by Raft's log matching. So
+//     the follower's sync is off the path of its client's write, as
+//     ZooKeeper's follower applies a commit while its own log syncs;
 //   - the commit index the leader sends a follower is lowered to the
 //     leader's durable index (clampedTransport), so no follower's Raft
 //     applies an entry the leader could still lose.
@@ -58,6 +65,11 @@ type parallelLog struct {
 	// beforeSync and afterSync, for tests, run around each of
 	// syncLoop's syncs.
 	beforeSync, afterSync func()
+	// written, when set, is told that StoreLogs has written a batch it
+	// syncs itself (a follower's), before the sync: notices.go applies a
+	// committed entry from then on. beforeStoreSync, for tests, runs
+	// between the two.
+	written, beforeStoreSync func()
 
 	mu     sync.Mutex    // guards synced
 	synced chan struct{} // closed when a sync ends; nil if nobody waits
@@ -74,7 +86,18 @@ func (p *parallelLog) StoreLog(l *raft.Log) error { return p.StoreLogs([]*raft.L
 func (p *parallelLog) StoreLogs(logs []*raft.Log) error {
 	lead := p.leading.Load()
 	if lead == nil || !(*lead)() || !onlyCommands(logs) {
-		err := p.Log.StoreLogs(logs)
+		if err := p.Log.Append(logs); err != nil {
+			return err
+		}
+		// Written, and readable: a commit notice naming one of these
+		// entries may be applied from here on, while the sync runs.
+		if p.written != nil {
+			p.written()
+		}
+		if p.beforeStoreSync != nil {
+			p.beforeStoreSync()
+		}
+		err := p.Log.Sync()
 		if err == nil {
 			p.wake()
 		}

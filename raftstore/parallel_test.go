@@ -155,3 +155,52 @@ func TestParallelLogSyncsOneBatchAtATime(t *testing.T) {
 	gate <- struct{}{}
 	waitFor(t, 10*time.Second, "the batch after the cut synced", func() bool { return l.Durable() == 6 })
 }
+
+// TestFollowerAppliesBeforeItsOwnSync: a follower applies an entry that a
+// commit notice names once the entry is written in its log, without
+// waiting for its own sync: the leader applied it, so a durable majority
+// (the leader and the other follower) holds it. With one follower's syncs
+// held, a write forwarded through it is applied there while its log still
+// says the entry is not durable. Before, that follower's own sync was on
+// the path of every write its clients made, and the test timed out.
+func TestFollowerAppliesBeforeItsOwnSync(t *testing.T) {
+	var hold atomic.Pointer[chan struct{}]
+	var heldNode atomic.Uint64
+	nodes := startCluster(t, 3, func(c *Config) {
+		c.DataDir = t.TempDir()
+		id := c.NodeID
+		c.beforeStoreSync = func() {
+			if ch := hold.Load(); ch != nil && heldNode.Load() == id {
+				<-*ch
+			}
+		}
+		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
+		// Raft's own word of the commit would come only with a later
+		// append: the follower hears it from the notices alone.
+		c.CommitTimeout = time.Hour
+	})
+	leader := waitLeader(t, 10*time.Second, nodes...)
+	f := followers(nodes, leader)[0]
+	if f.logStore.parallel == nil {
+		t.Fatalf("the default store on disk is %s: no parallel appends", f.logStore.kind)
+	}
+	forward(t, f, createCommand(f.cfg.NodeID, "/warm"))
+	waitAllApplied(t, nodes...)
+
+	gate := make(chan struct{})
+	var release sync.Once
+	open := func() { release.Do(func() { hold.Store(nil); close(gate) }) }
+	t.Cleanup(open) // before the nodes close: a held sync would keep Close waiting
+	heldNode.Store(f.cfg.NodeID)
+	hold.Store(&gate)
+	durable := f.logStore.parallel.Durable()
+	forward(t, f, createCommand(f.cfg.NodeID, "/held"))
+	waitFor(t, 5*time.Second, fmt.Sprintf("node %d to apply a write while its own sync is held", f.cfg.NodeID), func() bool {
+		return f.app.exists("/held")
+	})
+	if d := f.logStore.parallel.Durable(); d != durable {
+		t.Fatalf("node %d's log went from durable index %d to %d while its sync was held", f.cfg.NodeID, durable, d)
+	}
+	open()
+	waitAllApplied(t, nodes...)
+}

@@ -151,6 +151,9 @@ type Config struct {
 	// leader's own appends (parallel.go): a test holds the first to keep
 	// them unsynced; BenchmarkFollowerWriteStages times the second.
 	beforeSync, afterSync func()
+	// beforeStoreSync, for tests, runs before the sync of an append this
+	// member syncs before Raft hears of it (a follower's; parallel.go).
+	beforeStoreSync func()
 	// streamlessNotices, for tests, makes this member lead as one from
 	// before the standing notice question: it fails it, as an unknown
 	// frame.
@@ -453,6 +456,8 @@ func Open(cfg Config, db *zkdb.DB) (*Store, error) {
 	if p := ls.parallel; p != nil {
 		s.fsm.durable = func(index uint64) bool { return p.waitDurable(index, s.stop) }
 		trans.durable = p.Durable
+		p.written = s.notices.wake
+		p.beforeStoreSync = cfg.beforeStoreSync
 	}
 	s.raft, err = raft.NewRaft(rc, s.fsm, logs, stable, s.snaps, trans)
 	if err != nil {
