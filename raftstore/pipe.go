@@ -490,6 +490,21 @@ func (s *Store) handlePipe(c net.Conn) {
 	r := bufio.NewReaderSize(c, 64<<10)
 	var hdr [9]byte
 	var frame []byte
+	// beside serves the frame just read on a goroutine of its own, once
+	// one of maxPipeWaiting slots is free; false if the store stops first.
+	beside := func(serve func(payload []byte)) bool {
+		select {
+		case slots <- struct{}{}:
+		case <-s.stop:
+			return false
+		}
+		payload := append([]byte(nil), frame...)
+		waiting.Go(func() {
+			defer func() { <-slots }()
+			serve(payload)
+		})
+		return true
+	}
 	refusing := false           // a command frame was refused: refuse the rest
 	var streamEnd chan struct{} // closed to end the standing notice question
 	for {
@@ -526,33 +541,23 @@ func (s *Store) handlePipe(c net.Conn) {
 			}
 			streamEnd = make(chan struct{})
 			end := streamEnd
-			select {
-			case slots <- struct{}{}:
-			case <-s.stop:
-				return
-			}
-			payload := append([]byte(nil), frame...)
-			waiting.Go(func() {
-				defer func() { <-slots }()
+			if !beside(func(payload []byte) {
 				s.streamNotices(payload, done, end, func(status byte, index, term uint64) {
 					reply(id, status, index, term)
 				})
-			})
+			}) {
+				return
+			}
 		case frameIndex, frameNotice, frameTouches, frameDigest, frameReconfig:
 			// Touches too: a report of client activity must not wait
 			// behind commands that wait for Raft to take them, or the
 			// leader could expire sessions whose clients are answered.
-			select {
-			case slots <- struct{}{}:
-			case <-s.stop:
-				return
-			}
-			payload := append([]byte(nil), frame...)
-			waiting.Go(func() {
-				defer func() { <-slots }()
+			if !beside(func(payload []byte) {
 				status, v, v2 := s.serveFrame(kind, payload)
 				reply(id, status, v, v2)
-			})
+			}) {
+				return
+			}
 		case frameCommands:
 			if refusing {
 				reply(id, statusNotLeader, 0, 0)
