@@ -244,9 +244,12 @@ var registry = []command{
 			r := v.Replication
 			list := []map[string]any{}
 			for _, m := range r.Members {
-				list = append(list, map[string]any{"id": m.ID, "addr": m.Addr, "voter": m.Voter, "leader": m.ID == r.LeaderID})
+				list = append(list, map[string]any{"id": m.ID, "addr": m.Addr, "role": m.Role.String(), "voter": m.Voter, "leader": m.ID == r.LeaderID})
 			}
 			out["members"] = list
+			// The membership's version, as /zookeeper/config's version
+			// line has it: a member that has applied a newer one says more.
+			out["version"] = strconv.FormatUint(uint64(r.Config.Version), 16)
 		}},
 	{names: []string{"raft"}, needs: PartReplication,
 		json: func(out map[string]any, v *view) {

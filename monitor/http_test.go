@@ -91,7 +91,7 @@ func TestAdminCommands(t *testing.T) {
 		{Standalone, "obsr", `{"command": "observers", "error": null, "synced_observers": 0, "observers": []}`},
 		{Standalone, "orst", `{"command": "observer_connection_stat_reset", "error": null}`},
 		{Standalone, "digest", `{"command": "digest", "error": null, "digest": "00000000deadbeef", "last_zxid": 31}`},
-		{Standalone, "members", `{"command": "members", "error": null, "members": []}`},
+		{Standalone, "members", `{"command": "members", "error": null, "members": [], "version": "0"}`},
 		{Standalone, "raft", `{"command": "raft", "error": null, "mode": "standalone", "node_id": 1, "leader_id": 0, "leader_addr": "", "term": 0, "stats": null}`},
 		{Standalone, "nope", `{"command": "nope", "error": "Unknown command: nope"}`},
 
@@ -102,10 +102,10 @@ func TestAdminCommands(t *testing.T) {
 		{Leader, "voting_view", `{"command": "voting_view", "error": null, "current_config": {
 			"1": {"server_addresses": ["127.0.0.1:7001"], "election_addresses": ["127.0.0.1:7001"], "client_address": "", "learner_type": "participant"},
 			"2": {"server_addresses": ["127.0.0.1:7002"], "election_addresses": ["127.0.0.1:7002"], "client_address": "", "learner_type": "participant"}}}`},
-		{Leader, "members", `{"command": "members", "error": null, "members": [
-			{"id": 1, "addr": "127.0.0.1:7001", "voter": true, "leader": false},
-			{"id": 2, "addr": "127.0.0.1:7002", "voter": true, "leader": true},
-			{"id": 3, "addr": "127.0.0.1:7003", "voter": false, "leader": false}]}`},
+		{Leader, "members", `{"command": "members", "error": null, "version": "100000000", "members": [
+			{"id": 1, "addr": "127.0.0.1:7001", "role": "participant", "voter": true, "leader": false},
+			{"id": 2, "addr": "127.0.0.1:7002", "role": "participant", "voter": true, "leader": true},
+			{"id": 3, "addr": "127.0.0.1:7003", "role": "observer", "voter": false, "leader": false}]}`},
 		{Leader, "config", `{"command": "configuration", "error": null, "client_port": 2181, "client_port_listen_backlog": -1,
 			"data_dir": "", "data_log_dir": "", "max_client_cnxns": 60, "max_session_timeout": 40000,
 			"min_session_timeout": 4000, "server_id": 2, "tick_time": 2000}`},
