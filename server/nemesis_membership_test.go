@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/hutchzk/hutch/internal/nemesis"
 	"github.com/hutchzk/hutch/membership"
 	"github.com/hutchzk/hutch/raftstore"
+	"github.com/hutchzk/hutch/tree"
 	"github.com/hutchzk/hutch/zkdb"
 )
 
@@ -146,4 +148,128 @@ func roleHeld(r ReplicationInfo, id uint64, role nemesis.Role) bool {
 		return in && m.Role == membership.Observer && !voter
 	}
 	return in && m.Role == membership.Participant && voter
+}
+
+// TestPromotionAcrossALeaderPartition asks whether a promotion lost with
+// its leader can leave the membership and Raft's configuration apart (the
+// seed-49 question): node 3, an observer, is made a participant through
+// the leader, and the leader is cut off for 3 s at one point of the change:
+// as soon as the reconfig is sent; once the leader has applied the new
+// membership (before Raft's configuration follows); once the leader's
+// Raft configuration names node 3 a voter, not yet committed; once the
+// reconfig is answered. After healing, whatever became of the promotion,
+// the leader's committed Raft configuration must come to match the newest
+// membership (a participant votes, an observer does not), and removing
+// the other follower must then be decided as the membership says: made
+// when node 3 is a participant, refused as bad arguments (one voter left)
+// only when it observes.
+func TestPromotionAcrossALeaderPartition(t *testing.T) {
+	for _, cut := range []string{"sent", "decided", "voting", "answered"} {
+		t.Run(cut, func(t *testing.T) {
+			c := startInprocCluster(t, 500*time.Millisecond, false)
+			const target = 2
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			if err := c.SetRole(ctx, target, nemesis.Observer); err != nil {
+				t.Fatal(err)
+			}
+			leader := -1
+			waitFor(t, 20*time.Second, "a leader", func() bool { leader = c.Leader(); return leader >= 0 && leader != target })
+			other := 3 - leader - target // the follower that is neither
+			s := c.server(leader)
+			line := fmt.Sprintf("server.%d=%s:0:participant", target+1, c.nodes[target].cfg.Raft.RaftAddr)
+			answered := make(chan error, 1)
+			go func() {
+				attempt, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				_, err := s.Reconfigure(attempt, []string{line}, nil)
+				answered <- err
+			}()
+			var promotion error
+			reached := func() bool {
+				switch cut {
+				case "decided":
+					m, _ := s.Replication().Members.Member(target + 1)
+					return m.Role == membership.Participant
+				case "voting":
+					replicas, _, err := s.repl.(*raftstore.Node).Store().Configuration() // the latest, committed or not
+					return err == nil && slices.ContainsFunc(replicas, func(r zkdb.Replica) bool { return r.ID == target+1 && r.Voter })
+				case "answered":
+					select {
+					case promotion = <-answered:
+						answered <- promotion
+						return true
+					default:
+						return false
+					}
+				}
+				return true
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for !reached() {
+				if time.Now().After(deadline) {
+					t.Fatalf("the promotion did not reach %q in 10s", cut)
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+			if err := c.Isolate(leader); err != nil {
+				t.Fatal(err)
+			}
+			committed := slices.ContainsFunc(s.Replication().Replicas, func(r zkdb.Replica) bool { return r.ID == target+1 && r.Voter })
+			time.Sleep(3 * time.Second)
+			if err := c.Heal(); err != nil {
+				t.Fatal(err)
+			}
+			promotion = <-answered
+			var r ReplicationInfo
+			var role nemesis.Role
+			waitFor(t, 30*time.Second, "the leader's Raft configuration to match the newest membership", func() bool {
+				l := c.Leader()
+				_, newest := c.newestMembership()
+				if l < 0 {
+					return false
+				}
+				r = c.server(l).Replication()
+				if r.Members.Version != newest.Members.Version {
+					return false
+				}
+				for _, m := range r.Members.Members {
+					voter := slices.ContainsFunc(r.Replicas, func(rep zkdb.Replica) bool { return rep.ID == m.ID && rep.Voter })
+					if voter != m.Votes() {
+						return false
+					}
+				}
+				switch {
+				case roleHeld(r, target+1, nemesis.Participant):
+					role = nemesis.Participant
+				case roleHeld(r, target+1, nemesis.Observer):
+					role = nemesis.Observer
+				default:
+					return false
+				}
+				return true
+			})
+			t.Logf("leader node %d cut off once the promotion was %s (node 3 a voter in its committed configuration then: %v); answered %v; node %d is now a %s, membership version %x",
+				leader+1, cut, committed, promotion, target+1, role, r.Members.Version)
+			// Remove the other follower, asking again while the answer
+			// is lost or another change is under way.
+			var err error
+			for try := 0; try < 50; try++ {
+				s, _ := c.newestMembership()
+				attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
+				_, err = s.RemoveMembers(attempt, uint64(other+1))
+				cancel()
+				if err == nil || errors.Is(err, tree.ErrBadArguments) {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			switch {
+			case role == nemesis.Participant && err != nil:
+				t.Fatalf("node %d votes as a participant, yet removing node %d failed: %v", target+1, other+1, err)
+			case role == nemesis.Observer && !errors.Is(err, tree.ErrBadArguments):
+				t.Fatalf("node %d observes, so removing node %d leaves one voter, yet it was answered %v", target+1, other+1, err)
+			}
+		})
+	}
 }
