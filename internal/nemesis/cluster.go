@@ -79,5 +79,8 @@ type Reconfigurer interface {
 	// SetRole makes node i a participant, an observer or no member by
 	// reconfig, trying again through elections and quorum losses, and
 	// returns once the ensemble's membership says so, or when ctx ends.
+	// "The ensemble's" is the newest membership a running member has
+	// applied, not any member's: one restarted from an old snapshot shows
+	// that snapshot's until it hears a leader (seed 49 believed one).
 	SetRole(ctx context.Context, i int, role Role) error
 }
