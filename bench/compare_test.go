@@ -21,6 +21,10 @@ import (
 var (
 	compareArgs = flag.String("compare.args", "", "extra hutch bench flags for the Compare benchmarks, e.g. \"--rounds 5\"")
 	compareHeap = flag.String("compare.heap", "2g", "ZooKeeper's JVM heap in the Compare benchmarks")
+	// compareDataIn puts both ensembles' data on another file system: on
+	// tmpfs (/dev/shm) an fsync costs nothing, and the comparison is of
+	// what the servers do around their disks.
+	compareDataIn = flag.String("compare.datain", "", "keep both ensembles' data directories under this directory in BenchmarkCompareEnsemble (e.g. /dev/shm, to take the disk out of the comparison); default: the test's temporary directory")
 	// compareLogStore picks the ensemble members' log store, e.g. "wal",
 	// to measure the disk's share of a replicated write.
 	compareLogStore = flag.String("compare.logstore", "", "the log store of the hutch members in BenchmarkCompareEnsemble (default: hutch's own)")
@@ -79,7 +83,11 @@ func BenchmarkCompareSingle(b *testing.B) {
 //	go test -run '^$' -bench CompareEnsemble -benchtime 1x -timeout 60m ./bench
 func BenchmarkCompareEnsemble(b *testing.B) {
 	bin := realzk.BuildHutch(b)
-	zks := realzk.StartEnsemble(b, 3, realzk.OperatorJVM(*compareHeap))
+	zkOpts := []realzk.Option{realzk.OperatorJVM(*compareHeap)}
+	if *compareDataIn != "" {
+		zkOpts = append(zkOpts, realzk.DataIn(*compareDataIn))
+	}
+	zks := realzk.StartEnsemble(b, 3, zkOpts...)
 	hutches := startHutchEnsemble(b, bin, 3)
 	connect := func(ss []*realzk.Server) string {
 		var addrs []string
@@ -118,6 +126,14 @@ func BenchmarkCompareEnsemble(b *testing.B) {
 func startHutchEnsemble(b *testing.B, bin string, n int) []*realzk.Server {
 	b.Helper()
 	base := b.TempDir()
+	if *compareDataIn != "" {
+		dir, err := os.MkdirTemp(*compareDataIn, "hutch-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
+		base = dir
+	}
 	secret := filepath.Join(base, "secret")
 	if err := os.WriteFile(secret, []byte("compare ensemble secret"), 0o600); err != nil {
 		b.Fatal(err)

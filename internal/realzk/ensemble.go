@@ -33,7 +33,7 @@ func StartEnsemble(tb testing.TB, n int, opts ...Option) []*Server {
 	if n < 1 {
 		tb.Fatalf("StartEnsemble: n = %d", n)
 	}
-	base := tb.TempDir()
+	base := dataBase(tb, opts)
 	type ports struct{ client, peer, election int }
 	ps := make([]ports, n)
 	seen := make(map[int]bool)

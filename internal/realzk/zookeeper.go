@@ -57,6 +57,35 @@ type options struct {
 	// prepare, when set, fills the data directory before the server
 	// starts (Prepare).
 	prepare func(dataDir string) error
+	// dataIn, when set, is where the data directories go (DataIn).
+	dataIn string
+}
+
+// DataIn keeps the servers' data directories in a directory made under
+// dir (and removed when the test ends) instead of the test's temporary
+// directory: under /dev/shm a benchmark takes the disk out of what it
+// compares.
+func DataIn(dir string) Option {
+	return func(o *options) { o.dataIn = dir }
+}
+
+// dataBase is the directory the data directories of a server or an
+// ensemble started with opts go in.
+func dataBase(tb testing.TB, opts []Option) string {
+	tb.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.dataIn == "" {
+		return tb.TempDir()
+	}
+	dir, err := os.MkdirTemp(o.dataIn, "realzk-")
+	if err != nil {
+		tb.Fatalf("realzk: %v", err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 // Prepare calls fill with the server's data directory (for an ensemble,
@@ -122,7 +151,7 @@ func Start(tb testing.TB, opts ...Option) *Server {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	base := tb.TempDir()
+	base := dataBase(tb, opts)
 	attempt := 0
 	return startWithRetry(tb, "zookeeper", func(port int) (*Server, error) {
 		attempt++
