@@ -26,7 +26,8 @@ const procAdminToken = "nemesis admin token for membership changes"
 // snapshot's membership until it hears a leader, and taking its word let a
 // promotion lost with its leader pass for made (seed 49: a later removal
 // was then refused as leaving one voter). A change found not made, lost or
-// never sent, is asked for again.
+// never sent, is asked for again, each time against the version it was
+// found at.
 func (c *procCluster) SetRole(ctx context.Context, i int, role nemesis.Role) error {
 	client := &http.Client{Timeout: 3 * time.Second}
 	id := i + 1
@@ -39,9 +40,11 @@ func (c *procCluster) SetRole(ctx context.Context, i int, role nemesis.Role) err
 		case view.holds(id, role):
 			return nil
 		default:
-			method, body := http.MethodPost, map[string]any{"id": id, "addr": c.sw.Front(strconv.Itoa(id)), "role": role.String()}
+			// Against the version found, so a try that outlives its
+			// client's timeout cannot undo a later step's change.
+			method, body := http.MethodPost, map[string]any{"id": id, "addr": c.sw.Front(strconv.Itoa(id)), "role": role.String(), "version": view.Version}
 			if role == nemesis.Out {
-				method, body = http.MethodDelete, map[string]any{"id": id}
+				method, body = http.MethodDelete, map[string]any{"id": id, "version": view.Version}
 			}
 			last = procChange(ctx, client, method, admin, body)
 		}

@@ -53,6 +53,20 @@ type memberRequest struct {
 	// address, host:port, if the configuration is to name one.
 	Role   string `json:"role,omitempty"`
 	Client string `json:"client,omitempty"`
+	// Version, when given, is the membership version (hex, as the
+	// members command shows it) the change is made against: refused if
+	// the membership has changed since, as a reconfig's fromConfig.
+	Version string `json:"version,omitempty"`
+}
+
+// from is the version the request is made against, -1 for any; ok is
+// false for one that is not hex.
+func (r memberRequest) from() (v int64, ok bool) {
+	if r.Version == "" {
+		return -1, true
+	}
+	u, err := strconv.ParseUint(r.Version, 16, 63)
+	return int64(u), err == nil
 }
 
 // spec is the request as a reconfig's joining server.N line; ZooKeeper's
@@ -270,12 +284,14 @@ var registry = []command{
 			return r.ID >= 1 && r.ID <= maxID && r.Addr != "" && (r.Role == "" || r.Role == "participant" || r.Role == "observer")
 		},
 		change: func(ctx context.Context, src Source, r memberRequest) (membership.Config, error) {
-			return src.Reconfigure(ctx, []string{r.spec()}, nil)
+			from, _ := r.from()
+			return src.ReconfigureFrom(ctx, from, []string{r.spec()}, nil)
 		}},
 	{names: []string{"remove_member"}, method: http.MethodDelete, path: "members", token: true,
 		valid: func(r memberRequest, maxID uint64) bool { return r.ID >= 1 && r.ID <= maxID },
 		change: func(ctx context.Context, src Source, r memberRequest) (membership.Config, error) {
-			return src.Reconfigure(ctx, nil, []uint64{r.ID})
+			from, _ := r.from()
+			return src.ReconfigureFrom(ctx, from, nil, []uint64{r.ID})
 		}},
 }
 

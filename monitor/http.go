@@ -102,8 +102,15 @@ func (m *Monitor) changeHandler(cmd *command) http.HandlerFunc {
 			}
 		}
 		var req memberRequest
-		if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil || !cmd.valid(req, m.cfg.MaxMemberID) {
-			adminReply(w, http.StatusBadRequest, map[string]any{"command": name, "error": `want a JSON body {"id": N, "addr": "host:port"}`})
+		var (
+			err       error
+			versionOK bool
+		)
+		if err = json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err == nil {
+			_, versionOK = req.from()
+		}
+		if err != nil || !versionOK || !cmd.valid(req, m.cfg.MaxMemberID) {
+			adminReply(w, http.StatusBadRequest, map[string]any{"command": name, "error": `want a JSON body {"id": N, "addr": "host:port"}, and "version" in hex if given`})
 			return
 		}
 		cfg, err := cmd.change(r.Context(), m.src, req)

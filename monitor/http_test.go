@@ -242,7 +242,8 @@ func TestAdminList(t *testing.T) {
 }
 
 // TestAdminMembership: with the admin token, the leader adds and removes
-// members, and members shows the change; a follower refuses; the body is
+// members, and members shows the change; a change made against a version
+// the membership has left is refused; a follower refuses; the body is
 // checked before anything changes.
 func TestAdminMembership(t *testing.T) {
 	const token = "Bearer secret-token"
@@ -263,13 +264,18 @@ func TestAdminMembership(t *testing.T) {
 		{http.MethodPost, token, `{"id":4,"addr":"127.0.0.1:7004"}`, http.StatusOK, 4},
 		{http.MethodDelete, token, `{"id":0}`, http.StatusBadRequest, 4},
 		{http.MethodDelete, token, `{"id":3}`, http.StatusOK, 3},
+		// Made against a version: refused once the membership moved on
+		// (it is 100000002 now), and a version must be hex.
+		{http.MethodPost, token, `{"id":6,"addr":"127.0.0.1:7006","version":"100000001"}`, http.StatusConflict, 3},
+		{http.MethodDelete, token, `{"id":4,"version":"100000001"}`, http.StatusConflict, 3},
+		{http.MethodPost, token, `{"id":6,"addr":"127.0.0.1:7006","version":"v2"}`, http.StatusBadRequest, 3},
 	} {
 		status, body := get(t, h, tc.method, "/commands/members", tc.auth, tc.body)
 		if status != tc.status || len(members()) != tc.members {
 			t.Errorf("%s %s: %d %s, %d members; want %d, %d members", tc.method, tc.body, status, body, len(members()), tc.status, tc.members)
 		}
 	}
-	status, body := get(t, h, http.MethodPost, "/commands/members", token, `{"id":5,"addr":"127.0.0.1:7005"}`)
+	status, body := get(t, h, http.MethodPost, "/commands/members", token, `{"id":5,"addr":"127.0.0.1:7005","version":"100000002"}`)
 	wantConfig := "server.1=127.0.0.1:7001:7101:participant\nserver.2=127.0.0.1:7002:7102:participant;127.0.0.1:2182\n" +
 		"server.4=127.0.0.1:7004:0:participant\nserver.5=127.0.0.1:7005:0:participant\nversion=100000003"
 	if want := `{"command": "add_member", "id": 5, "addr": "127.0.0.1:7005", "config": "` + strings.ReplaceAll(wantConfig, "\n", `\n`) + `", "error": null}`; status != http.StatusOK || !reflect.DeepEqual(decode(t, body), decode(t, want)) {

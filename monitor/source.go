@@ -32,11 +32,13 @@ type Source interface {
 	ResetStats()
 	// ResetConnectionStats clears every connection's statistics (crst).
 	ResetConnectionStats()
-	// Reconfigure changes the ensemble's membership as a reconfig does
-	// (the leader decides, Raft follows), with the operator's authority:
-	// joining are server.N=... lines, leaving the ids to remove. It
-	// returns the new configuration.
-	Reconfigure(ctx context.Context, joining []string, leaving []uint64) (membership.Config, error)
+	// ReconfigureFrom changes the ensemble's membership as a reconfig
+	// does (the leader decides, Raft follows), with the operator's
+	// authority: joining are server.N=... lines, leaving the ids to
+	// remove, from the membership version the change is made against (-1
+	// for any; another is refused as tree.ErrBadVersion). It returns the
+	// new configuration.
+	ReconfigureFrom(ctx context.Context, from int64, joining []string, leaving []uint64) (membership.Config, error)
 }
 
 // Parts names the parts of a Snapshot a view reads, so that a request

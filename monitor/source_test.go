@@ -113,13 +113,18 @@ func (m *memSource) ResetConnectionStats() {
 
 var errNotLeader = errors.New("not the leader")
 
-// Reconfigure changes the fixture's membership as a reconfig would;
-// only the fixture's leader takes it.
-func (m *memSource) Reconfigure(_ context.Context, joining []string, leaving []uint64) (membership.Config, error) {
+var errBadVersion = errors.New("bad version")
+
+// ReconfigureFrom changes the fixture's membership as a reconfig would;
+// only the fixture's leader takes it, and only from its version.
+func (m *memSource) ReconfigureFrom(_ context.Context, from int64, joining []string, leaving []uint64) (membership.Config, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.state.Mode != Leader {
 		return membership.Config{}, errNotLeader
+	}
+	if from != -1 && from != m.state.Replication.Config.Version {
+		return membership.Config{}, errBadVersion
 	}
 	var ids []string
 	for _, id := range leaving {

@@ -22,7 +22,8 @@ import (
 // old snapshot shows that snapshot's membership until it hears a leader,
 // and taking its word let a change that was lost with its leader pass for
 // made (the process nemesis, seed 49). A change found not made, lost or
-// never sent, is asked for again.
+// never sent, is asked for again, each time against the version it was
+// found at: one that outlives its try cannot undo a later step's change.
 func (c *inprocCluster) SetRole(ctx context.Context, i int, role nemesis.Role) error {
 	id := uint64(i + 1)
 	var last error
@@ -33,10 +34,10 @@ func (c *inprocCluster) SetRole(ctx context.Context, i int, role nemesis.Role) e
 			}
 			attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
 			if role == nemesis.Out {
-				_, last = s.RemoveMembers(attempt, id)
+				_, last = s.ReconfigureFrom(attempt, r.Members.Version, nil, []uint64{id})
 			} else {
 				line := fmt.Sprintf("server.%d=%s:0:%s", id, c.nodes[i].cfg.Raft.RaftAddr, role)
-				_, last = s.Reconfigure(attempt, []string{line}, nil)
+				_, last = s.ReconfigureFrom(attempt, r.Members.Version, []string{line}, nil)
 			}
 			cancel()
 		}

@@ -177,10 +177,19 @@ func (s *Server) RemoveMembers(ctx context.Context, ids ...uint64) (membership.C
 	return s.Reconfigure(ctx, nil, ids)
 }
 
-// Reconfigure is the admin port's membership change (monitor.Source):
-// Reconfig with joining server.N lines and leaving ids.
+// Reconfigure is Reconfig with joining server.N lines and leaving ids,
+// made against whatever membership holds (ReconfigureFrom with -1).
 func (s *Server) Reconfigure(ctx context.Context, joining []string, leaving []uint64) (membership.Config, error) {
-	req := wire.ReconfigRequest{CurConfigID: -1}
+	return s.ReconfigureFrom(ctx, -1, joining, leaving)
+}
+
+// ReconfigureFrom is the admin port's membership change (monitor.Source):
+// Reconfigure made only against membership version from (a reconfig's
+// fromConfig; -1 for any). Against any other it is refused with
+// tree.ErrBadVersion, so a change whose caller gave up waiting, and which
+// Raft orders after a later change, cannot undo that one.
+func (s *Server) ReconfigureFrom(ctx context.Context, from int64, joining []string, leaving []uint64) (membership.Config, error) {
+	req := wire.ReconfigRequest{CurConfigID: from}
 	if len(joining) > 0 {
 		req.JoiningServers = []byte(strings.Join(joining, ","))
 	}

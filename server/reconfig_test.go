@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/hutchzk/hutch/membership"
+	"github.com/hutchzk/hutch/tree"
 )
 
 // superDigest is go-zookeeper's and kazoo's test super user: super:test.
@@ -201,5 +203,33 @@ func TestReconfigBackToBack(t *testing.T) {
 	}
 	if _, err := clients[1].IncrementalReconfig(nil, []string{"4"}, -1); err != nil {
 		t.Fatalf("remove it at once through member 2: %v", err)
+	}
+}
+
+// TestReconfigureFromVersion: the admin port's change made against a
+// membership version is made while the membership is that version, and
+// refused with BADVERSION once it has moved on, through the leader or a
+// follower, so a change whose caller stopped waiting cannot undo a later
+// one.
+func TestReconfigureFromVersion(t *testing.T) {
+	nodes := reconfigCluster(t, false)
+	cfg := waitMembership(t, nodes)
+	leader := leaderOf(nodes)
+	follower := followerOf(nodes, leader)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const observer = "server.9=127.0.0.1:1234:0:observer"
+	added, err := follower.ReconfigureFrom(ctx, cfg.Version, []string{observer}, nil)
+	if err != nil || added.Version == cfg.Version || !strings.Contains(added.Text(), "server.9=") {
+		t.Fatalf("adding from version %x: %v, config %q", cfg.Version, err, added.Text())
+	}
+	for _, s := range []*Server{leader, follower} {
+		if _, err := s.ReconfigureFrom(ctx, cfg.Version, nil, []uint64{9}); !errors.Is(err, tree.ErrBadVersion) {
+			t.Fatalf("removing from the old version %x: %v, want %v", cfg.Version, err, tree.ErrBadVersion)
+		}
+	}
+	removed, err := leader.ReconfigureFrom(ctx, added.Version, nil, []uint64{9})
+	if err != nil || strings.Contains(removed.Text(), "server.9=") {
+		t.Fatalf("removing from version %x: %v, config %q", added.Version, err, removed.Text())
 	}
 }
