@@ -207,3 +207,70 @@ func TestFollowerAppliesBeforeItsOwnSync(t *testing.T) {
 	open()
 	waitAllApplied(t, nodes...)
 }
+
+// TestHeldFollowerTakesItsBacklogInOneAppend: the leader sends a
+// follower one append request at a time (no pipelining), so what it
+// stores while the follower is busy goes out together once the follower
+// answers, and the follower stores and syncs it as one append. A
+// follower's sync is held while the leader commits ten writes one after
+// another through the other follower; released, the held follower catches
+// up in at most two appends (with pipelined requests it stored each
+// write's request on its own, and the test fails).
+func TestHeldFollowerTakesItsBacklogInOneAppend(t *testing.T) {
+	var hold atomic.Pointer[chan struct{}]
+	var heldNode atomic.Uint64
+	var mu sync.Mutex
+	stored := map[uint64][]uint64{} // node id: the last index of each append
+	nodes := startCluster(t, 3, func(c *Config) {
+		c.DataDir = t.TempDir()
+		id := c.NodeID
+		c.beforeStoreSync = func() {
+			if ch := hold.Load(); ch != nil && heldNode.Load() == id {
+				<-*ch
+			}
+		}
+		c.onStored = func(last uint64) {
+			mu.Lock()
+			stored[id] = append(stored[id], last)
+			mu.Unlock()
+		}
+		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
+	})
+	leader := waitLeader(t, 10*time.Second, nodes...)
+	fs := followers(nodes, leader)
+	held, other := fs[0], fs[1]
+	forward(t, other, createCommand(other.cfg.NodeID, "/warm"))
+	waitAllApplied(t, nodes...)
+
+	gate := make(chan struct{})
+	var release sync.Once
+	open := func() { release.Do(func() { hold.Store(nil); close(gate) }) }
+	t.Cleanup(open) // before the nodes close: a held sync would keep Close waiting
+	heldNode.Store(held.cfg.NodeID)
+	hold.Store(&gate)
+	for i := range 10 {
+		path := fmt.Sprintf("/backlog%d", i)
+		forward(t, other, createCommand(other.cfg.NodeID, path))
+		waitFor(t, 5*time.Second, "node "+fmt.Sprint(other.cfg.NodeID)+" to apply "+path, func() bool { return other.app.exists(path) })
+	}
+	last := other.app.db.Applied()
+	mu.Lock()
+	before := len(stored[held.cfg.NodeID])
+	mu.Unlock()
+	open()
+	waitFor(t, 10*time.Second, fmt.Sprintf("node %d to store index %d", held.cfg.NodeID, last), func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		s := stored[held.cfg.NodeID]
+		return len(s) > 0 && s[len(s)-1] >= last
+	})
+	mu.Lock()
+	after := stored[held.cfg.NodeID][before:]
+	mu.Unlock()
+	t.Logf("node %d's appends from the held one on end at indexes %v", held.cfg.NodeID, after)
+	// The held append itself returns first; then the backlog.
+	if len(after) > 2 {
+		t.Fatalf("node %d caught up with ten writes in %d appends (last indexes %v): want the backlog in one", held.cfg.NodeID, len(after), after)
+	}
+	waitAllApplied(t, nodes...)
+}
