@@ -156,6 +156,35 @@ func TestParallelLogSyncsOneBatchAtATime(t *testing.T) {
 	waitFor(t, 10*time.Second, "the batch after the cut synced", func() bool { return l.Durable() == 6 })
 }
 
+// syncHold holds one node's own syncs: a follower's append waits between
+// its write and its sync (Config.beforeStoreSync) while held.
+type syncHold struct {
+	gate atomic.Pointer[chan struct{}]
+	node atomic.Uint64
+}
+
+// before is node id's Config.beforeStoreSync.
+func (h *syncHold) before(id uint64) func() {
+	return func() {
+		if ch := h.gate.Load(); ch != nil && h.node.Load() == id {
+			<-*ch
+		}
+	}
+}
+
+// hold holds node id's syncs until the returned release is called, or
+// the test ends: released before the nodes close, as a held sync would
+// keep Close waiting.
+func (h *syncHold) hold(t *testing.T, id uint64) (release func()) {
+	gate := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { h.gate.Store(nil); close(gate) }) }
+	t.Cleanup(release)
+	h.node.Store(id)
+	h.gate.Store(&gate)
+	return release
+}
+
 // TestFollowerAppliesBeforeItsOwnSync: a follower applies an entry that a
 // commit notice names once the entry is written in its log, without
 // waiting for its own sync: the leader applied it, so a durable majority
@@ -164,16 +193,11 @@ func TestParallelLogSyncsOneBatchAtATime(t *testing.T) {
 // says the entry is not durable. Before, that follower's own sync was on
 // the path of every write its clients made, and the test timed out.
 func TestFollowerAppliesBeforeItsOwnSync(t *testing.T) {
-	var hold atomic.Pointer[chan struct{}]
-	var heldNode atomic.Uint64
+	var syncs syncHold
 	nodes := startCluster(t, 3, func(c *Config) {
 		c.DataDir = t.TempDir()
 		id := c.NodeID
-		c.beforeStoreSync = func() {
-			if ch := hold.Load(); ch != nil && heldNode.Load() == id {
-				<-*ch
-			}
-		}
+		c.beforeStoreSync = syncs.before(id)
 		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
 		// Raft's own word of the commit would come only with a later
 		// append: the follower hears it from the notices alone.
@@ -187,12 +211,7 @@ func TestFollowerAppliesBeforeItsOwnSync(t *testing.T) {
 	forward(t, f, createCommand(f.cfg.NodeID, "/warm"))
 	waitAllApplied(t, nodes...)
 
-	gate := make(chan struct{})
-	var release sync.Once
-	open := func() { release.Do(func() { hold.Store(nil); close(gate) }) }
-	t.Cleanup(open) // before the nodes close: a held sync would keep Close waiting
-	heldNode.Store(f.cfg.NodeID)
-	hold.Store(&gate)
+	open := syncs.hold(t, f.cfg.NodeID)
 	forward(t, f, createCommand(f.cfg.NodeID, "/held"))
 	waitFor(t, 5*time.Second, fmt.Sprintf("node %d to apply a write while its own sync is held", f.cfg.NodeID), func() bool {
 		return f.app.exists("/held")
@@ -217,18 +236,13 @@ func TestFollowerAppliesBeforeItsOwnSync(t *testing.T) {
 // up in at most two appends (with pipelined requests it stored each
 // write's request on its own, and the test fails).
 func TestHeldFollowerTakesItsBacklogInOneAppend(t *testing.T) {
-	var hold atomic.Pointer[chan struct{}]
-	var heldNode atomic.Uint64
+	var syncs syncHold
 	var mu sync.Mutex
 	stored := map[uint64][]uint64{} // node id: the last index of each append
 	nodes := startCluster(t, 3, func(c *Config) {
 		c.DataDir = t.TempDir()
 		id := c.NodeID
-		c.beforeStoreSync = func() {
-			if ch := hold.Load(); ch != nil && heldNode.Load() == id {
-				<-*ch
-			}
-		}
+		c.beforeStoreSync = syncs.before(id)
 		c.onStored = func(last uint64) {
 			mu.Lock()
 			stored[id] = append(stored[id], last)
@@ -242,12 +256,7 @@ func TestHeldFollowerTakesItsBacklogInOneAppend(t *testing.T) {
 	forward(t, other, createCommand(other.cfg.NodeID, "/warm"))
 	waitAllApplied(t, nodes...)
 
-	gate := make(chan struct{})
-	var release sync.Once
-	open := func() { release.Do(func() { hold.Store(nil); close(gate) }) }
-	t.Cleanup(open) // before the nodes close: a held sync would keep Close waiting
-	heldNode.Store(held.cfg.NodeID)
-	hold.Store(&gate)
+	open := syncs.hold(t, held.cfg.NodeID)
 	for i := range 10 {
 		path := fmt.Sprintf("/backlog%d", i)
 		forward(t, other, createCommand(other.cfg.NodeID, path))
